@@ -1,0 +1,123 @@
+import { Command, Option } from 'commander';
+import { readFileSync } from 'node:fs';
+import { loadConfig, type Flags } from '../config.ts';
+import { ConfigError, HeraldError } from '../errors.ts';
+import { startHerald } from '../main.ts';
+import { DataDirLockedError } from '../storage/data-dir-lock.ts';
+import { openStorage, prepareDatabase } from '../storage/open.ts';
+import type { OperatorOp } from '../services/operator.ts';
+import { runOperatorOp } from './operator-client.ts';
+import { printResult } from './output.ts';
+
+const program = new Command('herald')
+  .description('Herald: signed, retried, observable webhook delivery.')
+  .showHelpAfterError('(run with --help for usage)')
+  .addOption(new Option('--data-dir <dir>', 'embedded database directory').env('HERALD_DATA_DIR'))
+  .addOption(new Option('--database-url <url>', 'PostgreSQL URL; the embedded database is used when unset').env('DATABASE_URL'))
+  .option('--json', 'print machine-readable JSON');
+
+function config(extra: Flags = {}) {
+  const opts = program.opts<{ dataDir?: string; databaseUrl?: string }>();
+  return loadConfig({ env: process.env, flags: { dataDir: opts.dataDir, databaseUrl: opts.databaseUrl, ...extra } });
+}
+
+async function op(name: OperatorOp, args: Record<string, unknown>): Promise<void> {
+  printResult(name, await runOperatorOp(config(), name, args), program.opts<{ json?: boolean }>().json === true);
+}
+
+program
+  .command('start')
+  .description('run Herald: the API and the dispatcher (or one of them with --role)')
+  .addOption(new Option('--role <role>', 'all, api (HTTP only) or worker (dispatcher only)').choices(['all', 'api', 'worker']).env('HERALD_ROLE'))
+  .addOption(new Option('--host <host>', 'interface to listen on').env('HERALD_HOST'))
+  .addOption(new Option('--port <port>', 'port to listen on').env('HERALD_PORT'))
+  .addOption(new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent').env('HERALD_LOG_LEVEL'))
+  .action(async (o: { role?: string; host?: string; port?: string; logLevel?: string }) => {
+    const cfg = config({ role: o.role, host: o.host, port: o.port, logLevel: o.logLevel });
+    const herald = await startHerald({ config: cfg });
+    const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
+    console.error(`Herald is running (${cfg.role}) on ${engine}.`);
+    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz`);
+    console.error('First steps:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald keys create --account <account id>');
+    let stopping = false;
+    const shutdown = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      console.error(`${signal}: finishing in-flight deliveries, then stopping…`);
+      void herald.close().then(() => process.exit(0));
+    };
+    process.on('SIGTERM', () => shutdown('SIGTERM'));
+    process.on('SIGINT', () => shutdown('SIGINT'));
+  });
+
+program
+  .command('migrate')
+  .description('apply database migrations, then exit')
+  .action(async () => {
+    const storage = await openStorage(config());
+    try {
+      const applied = await prepareDatabase(storage.db);
+      console.log(applied.length ? `applied migrations ${applied.join(', ')}` : 'schema is up to date');
+    } finally {
+      await storage.close();
+    }
+  });
+
+const accounts = program.command('accounts').description('customer accounts');
+accounts
+  .command('create')
+  .description('create an account')
+  .requiredOption('--name <name>', 'display name of the customer')
+  .action((o: { name: string }) => op('accounts.create', { name: o.name }));
+accounts.command('list').description('list accounts').action(() => op('accounts.list', {}));
+
+const keys = program.command('keys').description('API keys of an account');
+keys
+  .command('create')
+  .description('create an API key; it is printed once')
+  .requiredOption('--account <id>', 'account id')
+  .option('--name <name>', 'a label to tell keys apart', 'default')
+  .action((o: { account: string; name: string }) => op('keys.create', { account: o.account, name: o.name }));
+keys
+  .command('list')
+  .description("list an account's keys (prefixes only)")
+  .requiredOption('--account <id>', 'account id')
+  .action((o: { account: string }) => op('keys.list', { account: o.account }));
+keys
+  .command('revoke')
+  .description('revoke a key by id or prefix; requests with it get 401 at once')
+  .argument('<key>', 'key id or prefix (hk_xxxxxxxx)')
+  .action((key: string) => op('keys.revoke', { key }));
+
+const eventTypes = program.command('event-types').description('the catalog of event types');
+eventTypes.command('list').description('list event types').action(() => op('event-types.list', {}));
+eventTypes
+  .command('add')
+  .description('add an event type')
+  .argument('<name>', 'lowercase dotted name, e.g. container.sealed')
+  .option('--description <text>', 'what the event means', '')
+  .option('--schema <file>', 'JSON Schema file for the data (default: any object)')
+  .option('--example <file>', 'example data file, checked against the schema')
+  .action((name: string, o: { description: string; schema?: string; example?: string }) =>
+    op('event-types.add', { name, description: o.description, schema: readJson('--schema', o.schema), example: readJson('--example', o.example) }),
+  );
+
+function readJson(flag: string, file: string | undefined): unknown {
+  if (!file) return undefined;
+  try {
+    return JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    throw new ConfigError(flag, `cannot read JSON from ${file}: ${(err as Error).message}`);
+  }
+}
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError) {
+    console.error(`herald: ${err.message}`);
+  } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
+    console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);
+  } else {
+    console.error('herald: unexpected error:', err);
+  }
+  process.exit(1);
+});

@@ -1,0 +1,40 @@
+import { Agent, request } from 'undici';
+import type { Config } from '../config.ts';
+import { SchemaValidator } from '../core/schema-validator.ts';
+import { systemClock } from '../core/clock.ts';
+import { HeraldError, type ErrorCode } from '../errors.ts';
+import { adminSocketPath } from '../http/admin-socket.ts';
+import { OPERATOR_OPS, type OperatorOp } from '../services/operator.ts';
+import { readLockHolder } from '../storage/data-dir-lock.ts';
+import { openStorage, prepareDatabase } from '../storage/open.ts';
+
+/**
+ * Runs an operator command where the data lives: on PostgreSQL directly; on
+ * the embedded database directly when no Herald holds it, or through the
+ * running Herald's admin socket when one does.
+ */
+export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, args: Record<string, unknown>): Promise<unknown> {
+  if (!config.databaseUrl && readLockHolder(config.dataDir)) {
+    const agent = new Agent({ connect: { socketPath: adminSocketPath(config.dataDir) } });
+    try {
+      const res = await request(`http://herald/admin/${op}`, {
+        method: 'POST',
+        dispatcher: agent,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(args),
+      });
+      const body = (await res.body.json()) as { result?: unknown; code?: ErrorCode; detail?: string };
+      if (res.statusCode >= 400) throw new HeraldError(body.code ?? 'internal_error', body.detail ?? `HTTP ${res.statusCode}`);
+      return body.result;
+    } finally {
+      await agent.close();
+    }
+  }
+  const storage = await openStorage(config);
+  try {
+    await prepareDatabase(storage.db);
+    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator() }, args);
+  } finally {
+    await storage.close();
+  }
+}

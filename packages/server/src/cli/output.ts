@@ -1,0 +1,33 @@
+/** Prints an operator command's result: JSON with --json, otherwise lines for people. */
+export function printResult(op: string, result: unknown, json: boolean): void {
+  if (json) {
+    console.log(JSON.stringify(result, null, 2));
+    return;
+  }
+  const rows = Array.isArray(result) ? result : [result];
+  if (rows.length === 0) {
+    console.log('(none)');
+    return;
+  }
+  for (const row of rows as Array<Record<string, unknown>>) {
+    switch (op) {
+      case 'accounts.create':
+      case 'accounts.list':
+        console.log(`${row.id}  ${row.name}`);
+        break;
+      case 'keys.create':
+        console.log(`API key for account ${row.account_id} (shown once; store it now):\n\n  ${row.key}\n`);
+        break;
+      case 'keys.list':
+      case 'keys.revoke':
+        console.log(`${row.id}  ${row.prefix}  ${row.name}${row.revoked_at ? `  revoked ${row.revoked_at}` : ''}`);
+        break;
+      case 'event-types.list':
+      case 'event-types.add':
+        console.log(`${row.name}${row.builtin ? '  (built in)' : ''}  ${row.description}`);
+        break;
+      default:
+        console.log(JSON.stringify(row));
+    }
+  }
+}

@@ -1,0 +1,166 @@
+import { resolve } from 'node:path';
+import { ConfigError } from './errors.ts';
+
+/**
+ * The only place that reads settings. Environment variables and command-line
+ * flags are parsed and validated once; a bad value stops Herald at start with
+ * the name of the setting. Flags win over the environment.
+ */
+export const ROLES = ['all', 'api', 'worker'] as const;
+export type Role = (typeof ROLES)[number];
+
+export interface RetrySchedule {
+  /** Nominal delay before the first retry. */
+  baseMs: number;
+  /** Each further retry waits `factor` times longer. */
+  factor: number;
+  /** No nominal delay exceeds this. */
+  capMs: number;
+  /** Fraction of the nominal delay added or removed at random (0.2 = ±20 %). */
+  jitter: number;
+  /** Retries after the first attempt (SPEC.md: up to 6). */
+  maxRetries: number;
+}
+
+export interface DispatcherConfig {
+  /** Requests in flight at once in this process, over all endpoints. */
+  concurrency: number;
+  /** Requests in flight at once to any one endpoint, in this process. */
+  endpointConcurrency: number;
+  /** How long a claimed delivery stays invisible to other workers. */
+  leaseMs: number;
+  /** Fallback poll interval when no notification arrives. */
+  pollMs: number;
+  /** Receiver deadline (SPEC.md: 10 s). */
+  requestTimeoutMs: number;
+  /** Consecutive failed deliveries before an endpoint is disabled (SPEC.md: 20). */
+  disableAfter: number;
+  retry: RetrySchedule;
+}
+
+export interface Config {
+  role: Role;
+  host: string;
+  port: number;
+  /** The embedded database's directory (and its encryption key file). */
+  dataDir: string;
+  /** Set: PostgreSQL. Unset: embedded PGlite in `dataDir`. */
+  databaseUrl: string | undefined;
+  /** base64 of 32 bytes; required with PostgreSQL, generated into dataDir otherwise. */
+  encryptionKey: Buffer | undefined;
+  logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** Largest request body the API accepts, in bytes. */
+  maxBodyBytes: number;
+  dispatcher: DispatcherConfig;
+}
+
+export type Env = Record<string, string | undefined>;
+export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>>;
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+function integer(setting: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^\d+$/.test(raw.trim())) throw new ConfigError(setting, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(setting, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function decimal(setting: string, raw: string | undefined, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const value = Number(raw);
+  if (!Number.isFinite(value) || value < min || value > max) {
+    throw new ConfigError(setting, `must be a number between ${min} and ${max}, got "${raw}"`);
+  }
+  return value;
+}
+
+function oneOf<T extends string>(setting: string, raw: string | undefined, allowed: readonly T[], fallback: T): T {
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) {
+    throw new ConfigError(setting, `must be one of ${allowed.join(', ')}, got "${raw}"`);
+  }
+  return raw as T;
+}
+
+function encryptionKey(raw: string | undefined): Buffer | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  const key = Buffer.from(raw, 'base64');
+  if (key.length !== 32) {
+    throw new ConfigError(
+      'HERALD_ENCRYPTION_KEY',
+      `must be 32 bytes in base64 (44 characters); generate one with: openssl rand -base64 32`,
+    );
+  }
+  return key;
+}
+
+function databaseUrl(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('DATABASE_URL', 'must be a URL such as postgres://user@host:5432/herald');
+  }
+  if (url.protocol !== 'postgres:' && url.protocol !== 'postgresql:') {
+    throw new ConfigError('DATABASE_URL', `must start with postgres:// or postgresql://, got ${url.protocol}//`);
+  }
+  return raw;
+}
+
+export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
+  const defaults = DEFAULT_RETRY;
+  const config: Config = {
+    role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
+    host: flags.host ?? env.HERALD_HOST ?? '127.0.0.1',
+    port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, 8080, 0, 65535),
+    dataDir: resolve(flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
+    databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
+    encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
+    logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
+    maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),
+    dispatcher: {
+      concurrency: integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 256, 1, 10_000),
+      endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 16, 1, 1_000),
+      leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
+      pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
+      requestTimeoutMs: 10_000,
+      disableAfter: 20,
+      retry: {
+        baseMs: integer('HERALD_RETRY_BASE_MS', env.HERALD_RETRY_BASE_MS, defaults.baseMs, 1, 86_400_000),
+        factor: decimal('HERALD_RETRY_FACTOR', env.HERALD_RETRY_FACTOR, defaults.factor, 1, 100),
+        capMs: integer('HERALD_RETRY_CAP_MS', env.HERALD_RETRY_CAP_MS, defaults.capMs, 1, 30 * 86_400_000),
+        jitter: decimal('HERALD_RETRY_JITTER', env.HERALD_RETRY_JITTER, defaults.jitter, 0, 0.5),
+        maxRetries: 6,
+      },
+    },
+  };
+  if (config.dispatcher.endpointConcurrency > config.dispatcher.concurrency) {
+    throw new ConfigError('HERALD_ENDPOINT_CONCURRENCY', `must not exceed HERALD_CONCURRENCY (${config.dispatcher.concurrency})`);
+  }
+  if (config.databaseUrl && !config.encryptionKey) {
+    throw new ConfigError(
+      'HERALD_ENCRYPTION_KEY',
+      'is required with DATABASE_URL (signing secrets are encrypted under it); generate one with: openssl rand -base64 32, and keep it safe',
+    );
+  }
+  return deepFreeze(config);
+}
+
+/** DECISIONS.md: 1 min, 5 min, 25 min, ~2 h, ~10 h, ~2 days, each ±20 %. */
+export const DEFAULT_RETRY: Readonly<RetrySchedule> = Object.freeze({
+  baseMs: 60_000,
+  factor: 5,
+  capMs: 3 * 86_400_000,
+  jitter: 0.2,
+  maxRetries: 6,
+});
+
+function deepFreeze<T extends object>(value: T): Readonly<T> {
+  for (const child of Object.values(value)) {
+    if (child && typeof child === 'object' && !Buffer.isBuffer(child)) deepFreeze(child);
+  }
+  return Object.freeze(value);
+}

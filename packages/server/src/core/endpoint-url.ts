@@ -1,0 +1,25 @@
+import { invalidField, type HeraldError } from '../errors.ts';
+
+const MAX_URL_LENGTH = 2048;
+
+/**
+ * SPEC.md: the address must use https; the panel rejects http. Returns the
+ * normalised URL or throws a 400 that says what to fix.
+ */
+export function parseEndpointUrl(raw: unknown, field = 'url'): string {
+  const fail = (message: string): HeraldError => invalidField(field, message, 'invalid_url');
+  if (typeof raw !== 'string' || raw.trim() === '') throw fail('is required: give the https address of your receiver, e.g. https://example.com/webhooks');
+  if (raw.length > MAX_URL_LENGTH) throw fail(`must be at most ${MAX_URL_LENGTH} characters`);
+  let url: URL;
+  try {
+    url = new URL(raw.trim());
+  } catch {
+    throw fail(`"${raw}" is not a URL; give a full address such as https://example.com/webhooks`);
+  }
+  if (url.protocol === 'http:') throw fail('must use https: http is not accepted, because events would travel unencrypted; use https://' + url.host + url.pathname);
+  if (url.protocol !== 'https:') throw fail(`must use https, not ${url.protocol.replace(/:$/, '')}`);
+  if (!url.hostname) throw fail('must name a host');
+  if (url.username || url.password) throw fail('must not contain a user name or password; requests are authenticated by their signature');
+  if (url.hash) throw fail('must not contain a #fragment, which is never sent to the server');
+  return url.toString();
+}

@@ -1,0 +1,53 @@
+/**
+ * Classifies what happened to one HTTP attempt, in one pure function, by
+ * stage and kind (SPEC.md's outcome table with DECISIONS.md's additions).
+ */
+
+/** How a request failed before a status line arrived. */
+export const TRANSPORT_ERRORS = {
+  timeout: 'timed out',
+  connection_refused: 'connection refused',
+  connection_reset: 'connection reset by the receiver',
+  dns: 'DNS lookup failed',
+  tls: 'TLS handshake failed',
+  aborted: 'aborted',
+  network: 'network error',
+} as const;
+export type TransportErrorKind = keyof typeof TRANSPORT_ERRORS;
+
+export type AttemptResult =
+  | { stage: 'response'; status: number; location?: string; retryAfter?: string }
+  | { stage: 'transport'; kind: TransportErrorKind; message: string };
+
+export type Verdict = 'success' | 'retry' | 'permanent';
+
+export interface Outcome {
+  verdict: Verdict;
+  /** A message a person understands, or null on success. */
+  error: string | null;
+  /** The receiver's status code, when it answered. */
+  status: number | null;
+}
+
+export function classifyOutcome(result: AttemptResult): Outcome {
+  if (result.stage === 'transport') {
+    // Timeouts, refused/reset connections, DNS and TLS failures: all retried.
+    return { verdict: 'retry', error: result.message, status: null };
+  }
+  const { status } = result;
+  if (status >= 200 && status < 300) return { verdict: 'success', error: null, status };
+  if (status === 429 || (status >= 500 && status < 600)) {
+    return { verdict: 'retry', error: `HTTP ${status}${status === 429 ? ' (too many requests)' : ''}`, status };
+  }
+  if (status >= 300 && status < 400) {
+    const where = result.location ? ` to ${result.location}` : '';
+    return {
+      verdict: 'permanent',
+      error: `HTTP ${status}: redirect${where} not followed; register the final address of your receiver`,
+      status,
+    };
+  }
+  if (status >= 400 && status < 500) return { verdict: 'permanent', error: `HTTP ${status}`, status };
+  // 1xx that is not an interim response, or a status outside 100..599.
+  return { verdict: 'permanent', error: `HTTP ${status}: not a valid final status`, status };
+}

@@ -1,0 +1,46 @@
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import addFormatsModule from 'ajv-formats';
+import type { FieldError } from '../errors.ts';
+
+// ajv-formats is CommonJS with a default export.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
+
+/**
+ * Validates event data against the JSON Schema of its type. Compiled
+ * validators are cached by schema text, so a type changed by an operator gets
+ * a new validator and the hot path never recompiles.
+ */
+export class SchemaValidator {
+  readonly #ajv: Ajv2020;
+  readonly #cache = new Map<string, ValidateFunction>();
+
+  constructor() {
+    this.#ajv = new Ajv2020({ allErrors: true, strict: false });
+    addFormats(this.#ajv);
+  }
+
+  /** Throws when `schema` is not a usable JSON Schema. */
+  compile(schema: unknown): ValidateFunction {
+    const key = JSON.stringify(schema);
+    let validate = this.#cache.get(key);
+    if (!validate) {
+      validate = this.#ajv.compile(schema as object);
+      this.#cache.set(key, validate);
+    }
+    return validate;
+  }
+
+  /** Field errors under `prefix` (e.g. `data`), or an empty list. */
+  check(schema: unknown, value: unknown, prefix: string): FieldError[] {
+    const validate = this.compile(schema);
+    if (validate(value)) return [];
+    return (validate.errors ?? []).map((e) => {
+      const missing = e.keyword === 'required' ? `/${(e.params as { missingProperty: string }).missingProperty}` : '';
+      const path = `${e.instancePath}${missing}`.split('/').filter(Boolean).join('.');
+      const field = path ? `${prefix}.${path}` : prefix;
+      const message =
+        e.keyword === 'required' ? 'is required' : e.keyword === 'const' ? `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` : (e.message ?? 'is invalid');
+      return { field, message };
+    });
+  }
+}

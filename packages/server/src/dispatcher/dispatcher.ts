@@ -1,0 +1,278 @@
+import { randomUUID } from 'node:crypto';
+import type { Agent } from 'undici';
+import type { DispatcherConfig } from '../config.ts';
+import { unixSeconds } from '../core/clock.ts';
+import { classifyOutcome } from '../core/outcome.ts';
+import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
+import { decryptSecret } from '../core/secrets.ts';
+import type { ServiceDeps } from '../services/deps.ts';
+import { DELIVERIES_CHANNEL } from '../storage/queries/deliveries.ts';
+import { nextDueAt } from '../storage/queries/claim-deliveries.ts';
+import { pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
+import { claimDue, type Claim } from './claim.ts';
+import { createRecorder, type Finished } from './record.ts';
+import { buildRequestHeaders } from './request-headers.ts';
+import { createAgent, sendAttempt } from './send.ts';
+
+/** The attempt log keeps this many attempts per endpoint (SPEC.md). */
+export const ATTEMPTS_KEPT = 100;
+
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
+}
+
+export interface DispatcherDeps extends ServiceDeps {
+  config: DispatcherConfig;
+  log?: Logger;
+  /** Random source for jitter; tests pass a fixed one. */
+  random?: () => number;
+  /** TLS options for outgoing connections (tests pass their CA). */
+  connect?: Parameters<typeof createAgent>[0]['connect'];
+}
+
+export interface TickReport {
+  claimed: number;
+  succeeded: number;
+  retrying: number;
+  failed: number;
+  skipped: number;
+}
+
+export interface Dispatcher {
+  /** Runs continuously: wakes on NOTIFY, at the next due time, and on a poll fallback. */
+  start(): Promise<void>;
+  /** Stops claiming, lets in-flight attempts finish within `graceMs`, aborts and records the rest. */
+  stop(graceMs?: number): Promise<void>;
+  /** One claim → send → record round, awaited to the end. For tests and tools. */
+  tick(): Promise<TickReport>;
+  /** Trims each recently used endpoint's attempt log to the newest 100. */
+  pruneAttempts(): Promise<number>;
+  readonly inFlight: number;
+}
+
+export function createDispatcher(deps: DispatcherDeps): Dispatcher {
+  const { db, config, clock } = deps;
+  const random = deps.random ?? Math.random;
+  const maxAttempts = config.retry.maxRetries + 1;
+  const agent: Agent = createAgent({ connections: config.endpointConcurrency, connect: deps.connect });
+  const recorder = createRecorder({
+    db,
+    disableAfter: config.disableAfter,
+    now: clock,
+    onDisabled: (ids) => deps.log?.warn({ endpoints: ids }, `endpoint disabled after ${config.disableAfter} consecutive failed deliveries`),
+    onError: (err) => deps.log?.error({ err }, 'recording attempt results failed; retrying'),
+  });
+
+  const inFlightByEndpoint = new Map<string, number>();
+  const aborts = new Set<AbortController>();
+  const tasks = new Set<Promise<void>>();
+  let inFlight = 0;
+  let running = false;
+  let pumping = false;
+  let wakeAgain = false;
+  let timer: NodeJS.Timeout | undefined;
+  let pruneTimer: NodeJS.Timeout | undefined;
+  let unlisten: (() => Promise<void>) | undefined;
+
+  function finish(claim: Claim, state: Finished['update']['state'], p: { next?: Date; status: number | null; error: string | null; attempt: Finished['attempt'] }): Finished {
+    return {
+      endpointId: claim.endpoint_id,
+      attempt: p.attempt,
+      update: { id: claim.id, leaseToken: claim.lease_token, state, nextAttemptAt: p.next ?? clock(), lastStatus: p.status, lastError: p.error },
+    };
+  }
+
+  /** Sends one claimed delivery and says what became of it. */
+  async function attempt(claim: Claim): Promise<Finished> {
+    if (claim.exhausted) {
+      return finish(claim, 'failed', { status: null, error: `gave up after ${maxAttempts} attempts: the worker sending the last one stopped before it finished`, attempt: null });
+    }
+    if (!claim.enabled) return finish(claim, 'skipped', { status: null, error: 'endpoint disabled', attempt: null });
+
+    const startedAt = clock();
+    const attemptId = randomUUID();
+    const headers = buildRequestHeaders({
+      eventType: claim.type,
+      eventId: claim.event_id,
+      attemptId,
+      timestamp: unixSeconds(startedAt),
+      body: claim.body,
+      secret: decryptSecret(deps.encryptionKey, claim.secret_encrypted, claim.endpoint_id),
+    });
+    const abort = new AbortController();
+    aborts.add(abort);
+    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, signal: abort.signal }).finally(() =>
+      aborts.delete(abort),
+    );
+    const outcome = classifyOutcome(sent.result);
+
+    let state: Finished['update']['state'] = outcome.verdict === 'success' ? 'succeeded' : 'failed';
+    let next: Date | undefined;
+    let error = outcome.error;
+    if (outcome.verdict === 'retry') {
+      const now = clock();
+      const aborted = sent.result.stage === 'transport' && sent.result.kind === 'aborted';
+      const retryAfterMs = sent.result.stage === 'response' ? parseRetryAfter(sent.result.retryAfter, now) : undefined;
+      // A shutdown is not the receiver's fault: due again at once, for another worker.
+      next = aborted && claim.attempts < maxAttempts ? now : (nextAttemptAt({ attempt: claim.attempts, now, random, schedule: config.retry, retryAfterMs }) ?? undefined);
+      if (next) state = 'pending';
+      else error = `${error}; gave up after ${maxAttempts} attempts`;
+    }
+    const attemptOutcome: AttemptOutcome = state === 'pending' ? 'retrying' : (state as AttemptOutcome);
+    return finish(claim, state, {
+      next,
+      status: outcome.status,
+      error,
+      attempt: {
+        id: attemptId,
+        accountId: claim.account_id,
+        endpointId: claim.endpoint_id,
+        deliveryId: claim.id,
+        eventId: claim.event_id,
+        eventType: claim.type,
+        attemptNumber: claim.attempts,
+        isTest: false,
+        startedAt,
+        durationMs: sent.durationMs,
+        statusCode: outcome.status,
+        outcome: attemptOutcome,
+        error,
+        requestHeaders: headers,
+        responseExcerpt: sent.excerpt,
+        testBody: null,
+      },
+    });
+  }
+
+  function launch(claim: Claim, report?: TickReport): void {
+    inFlight += 1;
+    inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
+    const task = attempt(claim)
+      .then((finished) => {
+        recorder.push(finished);
+        if (report) {
+          const s = finished.update.state;
+          if (s === 'succeeded') report.succeeded += 1;
+          else if (s === 'pending') report.retrying += 1;
+          else if (s === 'failed') report.failed += 1;
+          else report.skipped += 1;
+        }
+      })
+      .catch((err) => deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried'))
+      .finally(() => {
+        inFlight -= 1;
+        const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
+        if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
+        else inFlightByEndpoint.set(claim.endpoint_id, n);
+        tasks.delete(task);
+        wake();
+      });
+    tasks.add(task);
+  }
+
+  async function claimAndLaunch(limit: number, report?: TickReport): Promise<number> {
+    const claims = await claimDue(db, {
+      now: clock(),
+      limit,
+      leaseMs: config.leaseMs,
+      maxAttempts,
+      endpointCap: config.endpointConcurrency,
+      inFlightByEndpoint,
+    });
+    for (const claim of claims) launch(claim, report);
+    return claims.length;
+  }
+
+  async function pump(): Promise<void> {
+    try {
+      do {
+        wakeAgain = false;
+        for (;;) {
+          const room = Math.min(config.concurrency - inFlight, 500);
+          if (!running || room <= 0) break;
+          const got = await claimAndLaunch(room);
+          if (got < room) break;
+        }
+      } while (wakeAgain && running);
+      if (running && inFlight < config.concurrency) await scheduleNextWake();
+    } catch (err) {
+      deps.log?.error({ err }, 'claiming deliveries failed; trying again shortly');
+      if (running) armTimer(config.pollMs);
+    }
+  }
+
+  async function scheduleNextWake(): Promise<void> {
+    const at = await nextDueAt(db);
+    const wait = at ? at.getTime() - clock().getTime() : config.pollMs;
+    armTimer(Math.max(0, Math.min(wait, config.pollMs)));
+  }
+
+  function armTimer(ms: number): void {
+    clearTimeout(timer);
+    timer = setTimeout(wake, ms);
+    timer.unref();
+  }
+
+  function wake(): void {
+    if (!running) return;
+    if (pumping) {
+      wakeAgain = true;
+      return;
+    }
+    pumping = true;
+    void pump().finally(() => {
+      pumping = false;
+      if (wakeAgain && running) wake();
+    });
+  }
+
+  async function prune(): Promise<number> {
+    return pruneAttempts(db, recorder.takeTouched(), ATTEMPTS_KEPT);
+  }
+
+  return {
+    get inFlight() {
+      return inFlight;
+    },
+    async start() {
+      running = true;
+      unlisten = await db.listen(DELIVERIES_CHANNEL, wake);
+      pruneTimer = setInterval(() => void prune().catch((err) => deps.log?.error({ err }, 'pruning attempts failed')), 10_000);
+      pruneTimer.unref();
+      wake();
+    },
+    async stop(graceMs = 15_000) {
+      running = false;
+      clearTimeout(timer);
+      clearInterval(pruneTimer);
+      await unlisten?.();
+      unlisten = undefined;
+      const all = Promise.allSettled([...tasks]);
+      let graceTimer: NodeJS.Timeout | undefined;
+      const expired = await Promise.race([
+        all.then(() => false),
+        new Promise<boolean>((r) => {
+          graceTimer = setTimeout(() => r(true), graceMs);
+        }),
+      ]);
+      clearTimeout(graceTimer);
+      if (expired) {
+        for (const a of aborts) a.abort();
+        await all;
+      }
+      await recorder.idle();
+      await prune().catch(() => 0);
+      await agent.close();
+    },
+    async tick() {
+      const report: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };
+      report.claimed = await claimAndLaunch(Math.max(0, config.concurrency - inFlight), report);
+      await Promise.allSettled([...tasks]);
+      await recorder.idle();
+      return report;
+    },
+    pruneAttempts: prune,
+  };
+}

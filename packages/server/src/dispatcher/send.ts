@@ -1,0 +1,115 @@
+import { Agent, request, errors as undiciErrors } from 'undici';
+import type { AttemptResult, TransportErrorKind } from '../core/outcome.ts';
+
+/** At most this much of a response body is kept for the attempt log. */
+export const RESPONSE_EXCERPT_BYTES = 4096;
+/** How long we read the body after the headers, for the excerpt only. */
+const EXCERPT_READ_MS = 1000;
+
+export interface SendRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+  timeoutMs: number;
+  /** Aborts the attempt early (shutdown). */
+  signal?: AbortSignal;
+}
+
+export interface SendResult {
+  result: AttemptResult;
+  excerpt: Buffer | null;
+  durationMs: number;
+}
+
+/** One keep-alive pool per origin; redirects are never followed (no interceptor). */
+export function createAgent(options: { connections: number; connect?: Agent.Options['connect'] }): Agent {
+  return new Agent({
+    connections: options.connections,
+    pipelining: 1,
+    keepAliveTimeout: 30_000,
+    connect: { ...options.connect },
+  });
+}
+
+const TLS_MESSAGES: Record<string, string> = {
+  CERT_HAS_EXPIRED: 'TLS: certificate has expired',
+  CERT_NOT_YET_VALID: 'TLS: certificate is not yet valid',
+  DEPTH_ZERO_SELF_SIGNED_CERT: 'TLS: self-signed certificate is not trusted',
+  SELF_SIGNED_CERT_IN_CHAIN: 'TLS: certificate chain ends in an untrusted self-signed certificate',
+  UNABLE_TO_VERIFY_LEAF_SIGNATURE: 'TLS: certificate is not signed by a trusted authority',
+  UNABLE_TO_GET_ISSUER_CERT_LOCALLY: 'TLS: certificate issuer is unknown (missing intermediate certificate?)',
+  ERR_TLS_CERT_ALTNAME_INVALID: 'TLS: certificate does not match the host name',
+};
+
+/** Turns whatever undici or the socket threw into a kind and a sentence. */
+export function describeTransportError(err: unknown, timeoutMs: number, aborted: boolean): { kind: TransportErrorKind; message: string } {
+  const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
+  const code = e?.code ?? e?.cause?.code ?? '';
+  if (aborted) return { kind: 'aborted', message: 'aborted: Herald shut down before the receiver answered' };
+  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+    return { kind: 'timeout', message: `timed out after ${timeoutMs / 1000} s` };
+  }
+  if (code === 'ECONNREFUSED') return { kind: 'connection_refused', message: 'connection refused' };
+  if (code === 'ECONNRESET' || code === 'EPIPE' || code === 'UND_ERR_SOCKET' || e instanceof undiciErrors.SocketError) {
+    return { kind: 'connection_reset', message: 'connection closed by the receiver before it answered' };
+  }
+  if (code === 'ENOTFOUND' || code === 'EAI_AGAIN' || code === 'EAI_NONAME') {
+    return { kind: 'dns', message: `DNS: host not found (${code})` };
+  }
+  if (TLS_MESSAGES[code]) return { kind: 'tls', message: TLS_MESSAGES[code]! };
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /certificate|SSL|TLS/i.test(e?.message ?? '')) {
+    return { kind: 'tls', message: `TLS: ${e?.message ?? code}` };
+  }
+  if (code === 'EHOSTUNREACH' || code === 'ENETUNREACH') return { kind: 'network', message: 'host unreachable' };
+  return { kind: 'network', message: `network error: ${e?.message ?? String(err)}${code ? ` (${code})` : ''}` };
+}
+
+async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }): Promise<Buffer | null> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const timer = setTimeout(() => body.destroy(), EXCERPT_READ_MS);
+  try {
+    for await (const chunk of body) {
+      chunks.push(chunk);
+      size += chunk.length;
+      if (size >= RESPONSE_EXCERPT_BYTES) {
+        // Enough for the log; drop the rest and the connection with it.
+        body.destroy();
+        break;
+      }
+    }
+  } catch {
+    /* a body that breaks off still leaves what we read */
+  } finally {
+    clearTimeout(timer);
+  }
+  return size === 0 ? null : Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
+}
+
+/**
+ * Sends one attempt. The deadline covers connecting, sending and receiving
+ * the status line and headers; the body is never interpreted.
+ */
+export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
+  const started = now();
+  const deadline = AbortSignal.timeout(req.timeoutMs);
+  const signal = req.signal ? AbortSignal.any([deadline, req.signal]) : deadline;
+  try {
+    const res = await request(req.url, {
+      method: 'POST',
+      dispatcher: agent,
+      headers: req.headers,
+      body: req.body,
+      signal,
+      headersTimeout: req.timeoutMs,
+    } as Parameters<typeof request>[1]);
+    const durationMs = Math.round(now() - started);
+    const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
+    const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : undefined;
+    const excerpt = await readExcerpt(res.body as unknown as AsyncIterable<Buffer> & { destroy(): unknown });
+    return { result: { stage: 'response', status: res.statusCode, location, retryAfter }, excerpt, durationMs };
+  } catch (err) {
+    const aborted = req.signal?.aborted === true && !deadline.aborted;
+    return { result: { stage: 'transport', ...describeTransportError(err, req.timeoutMs, aborted) }, excerpt: null, durationMs: Math.round(now() - started) };
+  }
+}

@@ -1,0 +1,56 @@
+/**
+ * Every error Herald reports, in one table: a stable code, the HTTP status and
+ * a title. The message of each instance says what to fix. The API renders them
+ * as RFC 9457 `application/problem+json`.
+ */
+export const ERRORS = {
+  validation_failed: { status: 400, title: 'The request is not valid' },
+  malformed_json: { status: 400, title: 'The request body is not valid JSON' },
+  invalid_url: { status: 400, title: 'The endpoint address is not a valid https URL' },
+  unknown_event_type: { status: 400, title: 'The event type is not in the catalog' },
+  invalid_event_data: { status: 400, title: 'The event data does not match its type' },
+  unauthorized: { status: 401, title: 'Missing or invalid API key' },
+  not_found: { status: 404, title: 'Not found' },
+  route_not_found: { status: 404, title: 'No such route' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  event_id_conflict: { status: 409, title: 'The event id was already used with another body' },
+  conflict: { status: 409, title: 'Conflict' },
+  payload_too_large: { status: 413, title: 'The request body is too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported content type' },
+  internal_error: { status: 500, title: 'Internal error' },
+} as const;
+
+export type ErrorCode = keyof typeof ERRORS;
+
+/** One invalid field: a JSON pointer-ish path and what is wrong with it. */
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class HeraldError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: FieldError[] | undefined;
+
+  constructor(code: ErrorCode, message: string, options: { errors?: FieldError[]; cause?: unknown } = {}) {
+    super(message, { cause: options.cause });
+    this.name = 'HeraldError';
+    this.code = code;
+    this.status = ERRORS[code].status;
+    this.errors = options.errors;
+  }
+}
+
+/** Shorthand for a 400 on one field. */
+export function invalidField(field: string, message: string, code: ErrorCode = 'validation_failed'): HeraldError {
+  return new HeraldError(code, `${field}: ${message}`, { errors: [{ field, message }] });
+}
+
+/** Thrown by the config loader; names the setting to fix. */
+export class ConfigError extends Error {
+  constructor(readonly setting: string, message: string) {
+    super(`${setting}: ${message}`);
+    this.name = 'ConfigError';
+  }
+}

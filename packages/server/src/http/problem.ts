@@ -1,0 +1,70 @@
+import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import { ERRORS, HeraldError, type ErrorCode, type FieldError } from '../errors.ts';
+
+/** RFC 9457 problem details, with Herald's stable `code`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: ErrorCode;
+  detail: string;
+  errors?: FieldError[];
+}
+
+export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+  const { status, title } = ERRORS[code];
+  return { type: `https://herald.dev/problems/${code}`, title, status, code, detail, ...(errors ? { errors } : {}) };
+}
+
+export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+  return reply.code(problem.status).type('application/problem+json; charset=utf-8').send(problem);
+}
+
+interface AjvLikeError {
+  instancePath: string;
+  keyword: string;
+  message?: string;
+  params: Record<string, unknown>;
+}
+
+/** Turns fastify's schema validation errors into field errors a person can act on. */
+function fieldErrors(validation: AjvLikeError[], context: string | undefined): FieldError[] {
+  return validation.map((e) => {
+    const parts = e.instancePath.split('/').filter(Boolean);
+    let message = e.message ?? 'is invalid';
+    if (e.keyword === 'required') {
+      parts.push(String(e.params.missingProperty));
+      message = 'is required';
+    } else if (e.keyword === 'additionalProperties') {
+      parts.push(String(e.params.additionalProperty));
+      message = 'is not a known field; remove it or check its spelling';
+    }
+    const field = parts.join('.') || (context === 'body' ? 'body' : String(context ?? 'request'));
+    return { field: context === 'querystring' ? `query.${field}` : field, message };
+  });
+}
+
+/** Maps every error to a problem; unexpected ones are logged and hidden behind a 500. */
+export function toProblem(error: unknown, request: FastifyRequest): Problem {
+  if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors);
+  const fe = error as FastifyError & { validation?: AjvLikeError[]; validationContext?: string };
+  if (fe.validation) {
+    const errors = fieldErrors(fe.validation, fe.validationContext);
+    return problemOf('validation_failed', errors.map((e) => `${e.field}: ${e.message}`).join('; '), errors);
+  }
+  switch (fe.code) {
+    case 'FST_ERR_CTP_BODY_TOO_LARGE':
+      return problemOf('payload_too_large', `the request body exceeds the limit of ${request.routeOptions.bodyLimit ?? '?'} bytes; send fewer events per batch`);
+    case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      return problemOf('unsupported_media_type', 'send the body as JSON with "Content-Type: application/json"');
+    case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+      return problemOf('malformed_json', 'the body is empty; send a JSON object');
+    case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      return problemOf('malformed_json', `the body is not valid JSON: ${fe.message}`);
+  }
+  if (fe instanceof SyntaxError || fe.statusCode === 400) {
+    return problemOf('malformed_json', `the body is not valid JSON: ${fe.message}`);
+  }
+  request.log.error({ err: error }, "unhandled error");
+  return problemOf('internal_error', 'Herald could not complete the request; it has been logged. Try again, and report it if it persists.');
+}

@@ -1,0 +1,79 @@
+import type { FastifyInstance } from 'fastify';
+import type { Writable } from 'node:stream';
+import type { Config } from './config.ts';
+import { systemClock, type Clock } from './core/clock.ts';
+import { SchemaValidator } from './core/schema-validator.ts';
+import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
+import { listenAdminSocket } from './http/admin-socket.ts';
+import { buildApp } from './http/app.ts';
+import type { ServiceDeps } from './services/deps.ts';
+import { openStorage, prepareDatabase } from './storage/open.ts';
+
+export interface Herald {
+  /** Where the API listens (absent for `--role worker`). */
+  url: string | undefined;
+  app: FastifyInstance | undefined;
+  dispatcher: Dispatcher | undefined;
+  deps: ServiceDeps;
+  /** Stops taking work, lets in-flight attempts finish within the grace period, closes the database. */
+  close(): Promise<void>;
+}
+
+export interface StartOptions {
+  config: Readonly<Config>;
+  clock?: Clock;
+  logStream?: Writable;
+}
+
+/** The composition root: config → storage → API and/or dispatcher. */
+export async function startHerald({ config, clock = systemClock, logStream }: StartOptions): Promise<Herald> {
+  const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
+  const closers: Array<() => Promise<unknown>> = [];
+  try {
+    await prepareDatabase(storage.db);
+    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator() };
+
+    let app: FastifyInstance | undefined;
+    let url: string | undefined;
+    if (config.role !== 'worker') {
+      app = await buildApp({
+        ...deps,
+        disableAfter: config.dispatcher.disableAfter,
+        maxBodyBytes: config.maxBodyBytes,
+        logLevel: config.logLevel,
+        logStream,
+      });
+      url = await app.listen({ host: config.host, port: config.port });
+      closers.push(() => app!.close());
+    }
+    if (!config.databaseUrl) {
+      const admin = await listenAdminSocket(deps, config.dataDir);
+      closers.push(() => admin.close());
+    }
+    let dispatcher: Dispatcher | undefined;
+    if (config.role !== 'api') {
+      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log: app?.log });
+      await dispatcher.start();
+      // Stopped first: in-flight attempts finish before the API and database close.
+      closers.unshift(() => dispatcher!.stop());
+    }
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      app,
+      dispatcher,
+      deps,
+      close() {
+        closing ??= (async () => {
+          for (const close of closers) await close().catch(() => {});
+          await storage.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (err) {
+    for (const close of closers) await close().catch(() => {});
+    await storage.close();
+    throw err;
+  }
+}

@@ -1,0 +1,42 @@
+import { randomUUID } from 'node:crypto';
+import { HeraldError, invalidField } from '../errors.ts';
+import { apiKeyPrefix, generateApiKey, hashApiKey, hashesEqual } from '../core/secrets.ts';
+import type { Queryable } from '../storage/db.ts';
+import { getAccount, insertAccount, type AccountRow } from '../storage/queries/accounts.ts';
+import { findApiKeyByPrefix, insertApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
+
+export async function createAccount(db: Queryable, name: unknown): Promise<AccountRow> {
+  if (typeof name !== 'string' || name.trim() === '') throw invalidField('name', 'is required, e.g. --name "Acme Logistics"');
+  if (name.length > 200) throw invalidField('name', 'must be at most 200 characters');
+  return insertAccount(db, { id: randomUUID(), name: name.trim() });
+}
+
+/** Creates an API key; the returned `key` is the only time it exists in clear. */
+export async function createApiKey(
+  db: Queryable,
+  accountId: string,
+  name = 'default',
+): Promise<{ key: string; row: ApiKeyRow }> {
+  if (!/^[0-9a-f-]{36}$/i.test(accountId) || !(await getAccount(db, accountId))) {
+    throw new HeraldError('not_found', `no account with id ${accountId}; list accounts with: herald accounts list`);
+  }
+  const { key, prefix, hash } = generateApiKey();
+  const row = await insertApiKey(db, { id: randomUUID(), accountId, name, prefix, hash });
+  return { key, row };
+}
+
+/**
+ * Resolves an `Authorization: Bearer <key>` header to the key's account.
+ * Every failure is the same 401, so a caller learns nothing about which keys exist.
+ */
+export async function authenticate(db: Queryable, authorization: string | undefined): Promise<{ accountId: string; keyId: string }> {
+  const unauthorized = () =>
+    new HeraldError('unauthorized', 'send a valid API key as "Authorization: Bearer hk_..."; create one with: herald keys create --account <id>');
+  const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
+  const key = match?.[1];
+  const prefix = key ? apiKeyPrefix(key) : undefined;
+  if (!key || !prefix) throw unauthorized();
+  const row = await findApiKeyByPrefix(db, prefix);
+  if (!row || row.revoked_at || !hashesEqual(row.secret_hash, hashApiKey(key))) throw unauthorized();
+  return { accountId: row.account_id, keyId: row.id };
+}

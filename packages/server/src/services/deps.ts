@@ -1,0 +1,12 @@
+import type { Clock } from '../core/clock.ts';
+import type { SchemaValidator } from '../core/schema-validator.ts';
+import type { Db } from '../storage/db.ts';
+
+/** What the operations below need, passed in by the composition root. */
+export interface ServiceDeps {
+  db: Db;
+  /** The operator key that encrypts signing secrets at rest. */
+  encryptionKey: Buffer;
+  clock: Clock;
+  validator: SchemaValidator;
+}

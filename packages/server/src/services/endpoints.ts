@@ -1,0 +1,87 @@
+import { randomUUID } from 'node:crypto';
+import { HeraldError, invalidField } from '../errors.ts';
+import { parseEndpointUrl } from '../core/endpoint-url.ts';
+import { encryptSecret, generateSigningSecret, maskSecret } from '../core/secrets.ts';
+import type { Queryable } from '../storage/db.ts';
+import { getEventTypes } from '../storage/queries/event-types.ts';
+import * as q from '../storage/queries/endpoints.ts';
+import type { ServiceDeps } from './deps.ts';
+
+export interface EndpointInput {
+  url?: unknown;
+  description?: unknown;
+  event_types?: unknown;
+}
+
+/** Checks that every subscribed type is in the catalog; names the unknown ones. */
+async function checkEventTypes(db: Queryable, value: unknown): Promise<string[]> {
+  if (!Array.isArray(value) || value.length === 0 || value.some((t) => typeof t !== 'string')) {
+    throw invalidField('event_types', 'must be a non-empty list of event type names, e.g. ["alarm.created"]');
+  }
+  const wanted = [...new Set(value as string[])];
+  const known = new Set((await getEventTypes(db, wanted)).map((t) => t.name));
+  const unknown = wanted.filter((t) => !known.has(t));
+  if (unknown.length > 0) {
+    throw invalidField(
+      'event_types',
+      `unknown event type${unknown.length > 1 ? 's' : ''} ${unknown.map((t) => `"${t}"`).join(', ')}; list the catalog with GET /v1/event-types`,
+      'unknown_event_type',
+    );
+  }
+  return wanted.sort();
+}
+
+function checkDescription(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || value.length > 500) throw invalidField('description', 'must be a string of at most 500 characters');
+  return value;
+}
+
+/** Creates an endpoint with a new signing secret; the secret is returned this once only. */
+export async function createEndpoint(
+  deps: ServiceDeps,
+  accountId: string,
+  input: EndpointInput,
+): Promise<{ endpoint: q.EndpointRow; secret: string }> {
+  const url = parseEndpointUrl(input.url);
+  const description = checkDescription(input.description) ?? '';
+  const eventTypes = await checkEventTypes(deps.db, input.event_types);
+  const id = randomUUID();
+  const secret = generateSigningSecret();
+  const endpoint = await q.insertEndpoint(deps.db, {
+    id,
+    accountId,
+    url,
+    description,
+    eventTypes,
+    secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
+    secretHint: maskSecret(secret),
+  });
+  return { endpoint, secret };
+}
+
+export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: string, input: EndpointInput): Promise<q.EndpointRow> {
+  const patch = {
+    url: input.url === undefined ? undefined : parseEndpointUrl(input.url),
+    description: checkDescription(input.description),
+    eventTypes: input.event_types === undefined ? undefined : await checkEventTypes(deps.db, input.event_types),
+  };
+  const row = await q.updateEndpoint(deps.db, accountId, id, patch);
+  if (!row) throw endpointNotFound(id);
+  return row;
+}
+
+export async function getEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
+  const row = await q.getEndpoint(deps.db, accountId, id);
+  if (!row) throw endpointNotFound(id);
+  return row;
+}
+
+export async function deleteEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<void> {
+  if (!(await q.deleteEndpoint(deps.db, accountId, id))) throw endpointNotFound(id);
+}
+
+/** The same 404 whether the endpoint never existed or belongs to another account. */
+export function endpointNotFound(id: string): HeraldError {
+  return new HeraldError('not_found', `no endpoint with id ${id} in this account`);
+}

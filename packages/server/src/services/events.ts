@@ -1,0 +1,108 @@
+import { randomUUID } from 'node:crypto';
+import { HeraldError, type FieldError } from '../errors.ts';
+import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
+import { fanOutEvent, notifyDeliveries } from '../storage/queries/deliveries.ts';
+import { getEventTypes } from '../storage/queries/event-types.ts';
+import { getEvent, insertEventIfNew, type EventRow } from '../storage/queries/events.ts';
+import type { ServiceDeps } from './deps.ts';
+
+export interface EventInput {
+  id?: unknown;
+  type?: unknown;
+  data?: unknown;
+}
+
+export interface PublishedEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  /** True when this id was published before with the same body; nothing new was created. */
+  duplicate: boolean;
+}
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+interface Checked {
+  id: string;
+  type: string;
+  data: unknown;
+  hash: Buffer;
+}
+
+/** Validates every input before anything is written; errors name the field (`events[2].data.severity`). */
+async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number) => string): Promise<Checked[]> {
+  const names = [...new Set(inputs.map((e) => e.type).filter((t): t is string => typeof t === 'string'))];
+  const types = new Map((await getEventTypes(deps.db, names)).map((t) => [t.name, t]));
+  const errors: FieldError[] = [];
+  const checked: Checked[] = [];
+  inputs.forEach((input, i) => {
+    const at = prefix(i);
+    if (input.id !== undefined && (typeof input.id !== 'string' || !UUID.test(input.id))) {
+      errors.push({ field: `${at}id`, message: 'must be a UUID such as 0b7c1f5e-3a4d-4e2b-9c1a-8f6d2e7b5a90, or left out to let Herald choose one' });
+    }
+    const type = typeof input.type === 'string' ? types.get(input.type) : undefined;
+    if (typeof input.type !== 'string' || input.type === '') {
+      errors.push({ field: `${at}type`, message: 'is required, e.g. "alarm.created"' });
+    } else if (!type) {
+      errors.push({ field: `${at}type`, message: `"${input.type}" is not in the catalog; list it with GET /v1/event-types` });
+    } else if (input.data === undefined) {
+      errors.push({ field: `${at}data`, message: `is required: the ${type.name} record` });
+    } else {
+      errors.push(...deps.validator.check(type.schema, input.data, `${at}data`));
+    }
+    const id = typeof input.id === 'string' ? input.id.toLowerCase() : randomUUID();
+    checked.push({ id, type: String(input.type), data: input.data, hash: requestHash(String(input.type), input.data) });
+  });
+  if (errors.length > 0) {
+    const unknownType = errors.every((e) => e.field.endsWith('type') && e.message.includes('not in the catalog'));
+    const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
+    throw new HeraldError(unknownType ? 'unknown_event_type' : 'invalid_event_data', detail, { errors });
+  }
+  return checked;
+}
+
+function toPublished(row: EventRow, duplicate: boolean): PublishedEvent {
+  return { id: row.id, type: row.type, created_at: row.created_at.toISOString(), duplicate };
+}
+
+/**
+ * Stores events and their deliveries in one transaction, then returns. The
+ * envelope is serialised here, once. A producer-supplied id seen before
+ * returns the original event when the body is the same (nothing is created)
+ * and a 409 when it differs. A batch is all or nothing.
+ */
+export async function publishEvents(
+  deps: ServiceDeps,
+  accountId: string,
+  inputs: EventInput[],
+  options: { batch: boolean },
+): Promise<PublishedEvent[]> {
+  const checked = await check(deps, inputs, (i) => (options.batch ? `events[${i}].` : ''));
+  const now = deps.clock();
+  return deps.db.transaction(async (tx) => {
+    const results: PublishedEvent[] = [];
+    let pending = 0;
+    for (const [i, e] of checked.entries()) {
+      const body = serialiseEnvelope({ id: e.id, type: e.type, created_at: now.toISOString(), data: e.data });
+      const row = await insertEventIfNew(tx, { accountId, id: e.id, type: e.type, createdAt: now, body, requestHash: e.hash });
+      if (row) {
+        pending += await fanOutEvent(tx, { accountId, eventId: e.id, type: e.type, now });
+        results.push(toPublished(row, false));
+        continue;
+      }
+      const existing = await getEvent(tx, accountId, e.id);
+      if (!existing) throw new Error(`event ${e.id} neither inserted nor found`);
+      if (!existing.request_hash.equals(e.hash)) {
+        const at = options.batch ? `events[${i}].id` : 'id';
+        throw new HeraldError(
+          'event_id_conflict',
+          `${at}: event ${e.id} was already published with a different type or data; use a new id for a new event`,
+          { errors: [{ field: at, message: 'already used with a different body' }] },
+        );
+      }
+      results.push(toPublished(existing, true));
+    }
+    if (pending > 0) await notifyDeliveries(tx);
+    return results;
+  });
+}

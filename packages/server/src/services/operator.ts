@@ -1,0 +1,48 @@
+import { HeraldError } from '../errors.ts';
+import { eventTypeJson } from '../http/representations.ts';
+import { listAccounts, type AccountRow } from '../storage/queries/accounts.ts';
+import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
+import { listEventTypes } from '../storage/queries/event-types.ts';
+import { createAccount, createApiKey } from './accounts.ts';
+import { addEventType } from './event-types.ts';
+import type { ServiceDeps } from './deps.ts';
+
+const accountJson = (a: AccountRow) => ({ id: a.id, name: a.name, created_at: a.created_at.toISOString() });
+const keyJson = (k: ApiKeyRow) => ({
+  id: k.id,
+  account_id: k.account_id,
+  name: k.name,
+  prefix: k.prefix,
+  created_at: k.created_at.toISOString(),
+  revoked_at: k.revoked_at?.toISOString() ?? null,
+});
+
+type Args = Record<string, unknown>;
+
+/**
+ * The operator's commands, by name. The CLI runs them on the database
+ * directly, or, when a running embedded Herald holds the data directory, sends
+ * them to its admin socket, which runs the same functions.
+ */
+export const OPERATOR_OPS = {
+  'accounts.create': async (deps: ServiceDeps, args: Args) => accountJson(await createAccount(deps.db, args.name)),
+  'accounts.list': async (deps: ServiceDeps) => (await listAccounts(deps.db)).map(accountJson),
+  'keys.create': async (deps: ServiceDeps, args: Args) => {
+    const { key, row } = await createApiKey(deps.db, String(args.account ?? ''), typeof args.name === 'string' ? args.name : undefined);
+    return { ...keyJson(row), key };
+  },
+  'keys.list': async (deps: ServiceDeps, args: Args) => (await listApiKeys(deps.db, String(args.account ?? ''))).map(keyJson),
+  'keys.revoke': async (deps: ServiceDeps, args: Args) => {
+    const row = await revokeApiKey(deps.db, String(args.key ?? ''));
+    if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
+    return keyJson(row);
+  },
+  'event-types.list': async (deps: ServiceDeps) => (await listEventTypes(deps.db)).map(eventTypeJson),
+  'event-types.add': async (deps: ServiceDeps, args: Args) => eventTypeJson(await addEventType(deps.db, deps.validator, args as { name: unknown })),
+} as const;
+
+export type OperatorOp = keyof typeof OPERATOR_OPS;
+
+export function isOperatorOp(name: string): name is OperatorOp {
+  return Object.hasOwn(OPERATOR_OPS, name);
+}

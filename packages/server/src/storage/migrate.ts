@@ -1,0 +1,60 @@
+import { readFile, readdir } from 'node:fs/promises';
+import type { Db } from './db.ts';
+
+const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
+/** Arbitrary constant naming Herald's migration lock among advisory locks. */
+const MIGRATION_LOCK_KEY = 727_274_001;
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+}
+
+export async function loadMigrations(): Promise<Migration[]> {
+  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  return Promise.all(
+    files.map(async (file) => ({
+      version: Number(file.slice(0, 3)),
+      name: file.slice(4, -4),
+      sql: await readFile(new URL(file, MIGRATIONS_DIR), 'utf8'),
+    })),
+  );
+}
+
+/**
+ * Applies the numbered, forward-only migrations not yet applied. Each runs in
+ * its own transaction under a transaction-scoped advisory lock, so several
+ * processes starting at once apply each migration exactly once.
+ * Returns the versions it applied.
+ */
+export async function migrate(db: Db): Promise<number[]> {
+  await db.exec(`CREATE TABLE IF NOT EXISTS herald_migrations (
+    version integer PRIMARY KEY,
+    name text NOT NULL,
+    applied_at timestamptz NOT NULL DEFAULT now()
+  )`);
+  const applied: number[] = [];
+  for (const migration of await loadMigrations()) {
+    const ran = await db.transaction(async (tx) => {
+      await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+      const done = await tx.query('SELECT 1 FROM herald_migrations WHERE version = $1', [migration.version]);
+      if (done.rowCount > 0) return false;
+      // Statements run one by one: the extended protocol takes one statement a call.
+      for (const statement of splitStatements(migration.sql)) await tx.query(statement);
+      await tx.query('INSERT INTO herald_migrations (version, name) VALUES ($1, $2)', [migration.version, migration.name]);
+      return true;
+    });
+    if (ran) applied.push(migration.version);
+  }
+  return applied;
+}
+
+/** Splits a migration on semicolons at line ends; migrations keep to that form (no bodies with `;`). */
+export function splitStatements(sql: string): string[] {
+  return sql
+    .replace(/--[^\n]*$/gm, '')
+    .split(/;\s*$/m)
+    .map((s) => s.trim())
+    .filter(Boolean);
+}

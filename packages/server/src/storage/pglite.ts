@@ -1,0 +1,60 @@
+import { PGlite, type Transaction } from '@electric-sql/pglite';
+import type { Db, Queryable, QueryResult, Row } from './db.ts';
+
+/**
+ * PGlite hands bytea back as a Uint8Array, node-postgres as a Buffer; Herald
+ * code sees Buffers from both.
+ */
+function normaliseRow(row: Row): Row {
+  for (const key in row) {
+    const value = row[key];
+    if (value instanceof Uint8Array && !Buffer.isBuffer(value)) {
+      row[key] = Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+    } else if (typeof value === 'bigint') {
+      row[key] = Number(value);
+    }
+  }
+  return row;
+}
+
+function wrap(target: PGlite | Transaction): Queryable {
+  return {
+    async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await target.query<Row>(text, params as unknown[] | undefined);
+      return { rows: res.rows.map(normaliseRow) as R[], rowCount: Math.max(res.rows.length, res.affectedRows ?? 0) };
+    },
+  };
+}
+
+export interface PgliteOptions {
+  /** A directory for a file-backed database; omitted for an in-memory one. */
+  dataDir?: string;
+  /** A tarball from `dumpDataDir()`, to start from a prepared copy (tests). */
+  loadDataDir?: Blob | File;
+}
+
+/** The embedded adapter: PostgreSQL compiled to WebAssembly, in this process. */
+export async function openPglite(options: PgliteOptions = {}): Promise<Db & { dump(): Promise<Blob> }> {
+  const pg = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
+  const base = wrap(pg);
+  return {
+    engine: 'pglite',
+    query: base.query,
+    transaction(fn) {
+      return pg.transaction((tx) => fn(wrap(tx)));
+    },
+    async exec(sql) {
+      await pg.exec(sql);
+    },
+    async listen(channel, onNotify) {
+      const unsubscribe = await pg.listen(channel, onNotify);
+      return async () => unsubscribe();
+    },
+    async close() {
+      await pg.close();
+    },
+    async dump() {
+      return pg.dumpDataDir('none');
+    },
+  };
+}

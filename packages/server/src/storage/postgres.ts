@@ -1,0 +1,80 @@
+import pg from 'pg';
+import type { Db, Queryable, QueryResult } from './db.ts';
+
+const INT8_OID = 20;
+
+/** int8 → number. Herald's int8 columns are counters and tokens, far below 2^53. */
+const types = {
+  getTypeParser(oid: number, format?: 'text' | 'binary') {
+    if (oid === INT8_OID) return (value: string) => Number(value);
+    return pg.types.getTypeParser(oid, format);
+  },
+} as pg.CustomTypesConfig;
+
+export interface PostgresOptions {
+  connectionString: string;
+  /** Pool size; the dispatcher and API share one pool. */
+  max?: number;
+  onError?: (err: Error) => void;
+}
+
+function wrap(client: pg.Pool | pg.PoolClient): Queryable {
+  return {
+    async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
+      const res = await client.query(text, params as unknown[] | undefined);
+      return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
+    },
+  };
+}
+
+/** The PostgreSQL adapter (`DATABASE_URL`), on node-postgres' pool. */
+export async function openPostgres(options: PostgresOptions): Promise<Db> {
+  const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types });
+  pool.on('error', (err) => options.onError?.(err));
+  // Fail fast with a clear message when the server cannot be reached.
+  await pool.query('SELECT 1');
+  const base = wrap(pool);
+  const listeners = new Set<pg.PoolClient>();
+
+  return {
+    engine: 'postgres',
+    query: base.query,
+    async transaction(fn) {
+      const client = await pool.connect();
+      try {
+        await client.query('BEGIN');
+        const result = await fn(wrap(client));
+        await client.query('COMMIT');
+        return result;
+      } catch (err) {
+        await client.query('ROLLBACK').catch(() => {});
+        throw err;
+      } finally {
+        client.release();
+      }
+    },
+    async exec(sql) {
+      await pool.query(sql);
+    },
+    async listen(channel, onNotify) {
+      const client = await pool.connect();
+      listeners.add(client);
+      const handler = (msg: pg.Notification) => {
+        if (msg.channel === channel) onNotify(msg.payload ?? '');
+      };
+      client.on('notification', handler);
+      await client.query(`LISTEN ${pg.escapeIdentifier(channel)}`);
+      return async () => {
+        if (!listeners.delete(client)) return;
+        client.off('notification', handler);
+        await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
+        client.release();
+      };
+    },
+    async close() {
+      for (const client of listeners) client.release(true);
+      listeners.clear();
+      await pool.end();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import type { Queryable } from '../db.ts';
+
+export interface ApiKeyRow {
+  id: string;
+  account_id: string;
+  name: string;
+  prefix: string;
+  secret_hash: Buffer;
+  created_at: Date;
+  revoked_at: Date | null;
+}
+
+const COLUMNS = 'id, account_id, name, prefix, secret_hash, created_at, revoked_at';
+
+export async function insertApiKey(
+  db: Queryable,
+  key: { id: string; accountId: string; name: string; prefix: string; hash: Buffer },
+): Promise<ApiKeyRow> {
+  const { rows } = await db.query<ApiKeyRow>(
+    `INSERT INTO api_keys (id, account_id, name, prefix, secret_hash) VALUES ($1, $2, $3, $4, $5) RETURNING ${COLUMNS}`,
+    [key.id, key.accountId, key.name, key.prefix, key.hash],
+  );
+  return rows[0]!;
+}
+
+export async function findApiKeyByPrefix(db: Queryable, prefix: string): Promise<ApiKeyRow | undefined> {
+  return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [prefix])).rows[0];
+}
+
+export async function listApiKeys(db: Queryable, accountId: string): Promise<ApiKeyRow[]> {
+  return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = $1 ORDER BY created_at, id`, [accountId])).rows;
+}
+
+/** Revokes by id or by visible prefix; returns the row, or undefined when none matched. */
+export async function revokeApiKey(db: Queryable, idOrPrefix: string, accountId?: string): Promise<ApiKeyRow | undefined> {
+  const byId = /^[0-9a-f-]{36}$/i.test(idOrPrefix);
+  const { rows } = await db.query<ApiKeyRow>(
+    `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
+      WHERE ${byId ? 'id = $1::uuid' : 'prefix = $1'} AND ($2::uuid IS NULL OR account_id = $2::uuid)
+      RETURNING ${COLUMNS}`,
+    [idOrPrefix, accountId ?? null],
+  );
+  return rows[0];
+}

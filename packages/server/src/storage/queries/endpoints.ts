@@ -1,0 +1,67 @@
+import type { Queryable } from '../db.ts';
+
+export interface EndpointRow {
+  id: string;
+  account_id: string;
+  url: string;
+  description: string;
+  event_types: string[];
+  enabled: boolean;
+  disabled_reason: string | null;
+  disabled_at: Date | null;
+  failure_streak: number;
+  secret_encrypted: Buffer;
+  secret_hint: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
+  failure_streak, secret_encrypted, secret_hint, created_at, updated_at`;
+
+export async function insertEndpoint(
+  db: Queryable,
+  e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; secretEncrypted: Buffer; secretHint: string },
+): Promise<EndpointRow> {
+  const { rows } = await db.query<EndpointRow>(
+    `INSERT INTO endpoints (id, account_id, url, description, event_types, secret_encrypted, secret_hint)
+     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint],
+  );
+  return rows[0]!;
+}
+
+export async function getEndpoint(db: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
+}
+
+/** One page in creation order; `after` is the last id of the previous page. */
+export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: string }): Promise<EndpointRow[]> {
+  const { rows } = await db.query<EndpointRow>(
+    `SELECT ${COLUMNS} FROM endpoints
+      WHERE account_id = $1
+        AND ($2::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM endpoints WHERE id = $2::uuid AND account_id = $1))
+      ORDER BY created_at, id LIMIT $3`,
+    [accountId, page.after ?? null, page.limit],
+  );
+  return rows;
+}
+
+export async function updateEndpoint(
+  db: Queryable,
+  accountId: string,
+  id: string,
+  patch: { url?: string; description?: string; eventTypes?: string[] },
+): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET url = COALESCE($3, url), description = COALESCE($4, description),
+        event_types = COALESCE($5, event_types), updated_at = now()
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null],
+  );
+  return rows[0];
+}
+
+export async function deleteEndpoint(db: Queryable, accountId: string, id: string): Promise<boolean> {
+  return (await db.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
+}

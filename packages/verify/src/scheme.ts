@@ -1,0 +1,61 @@
+/**
+ * The signature scheme of SPEC.md, in one place: what is signed and how the
+ * header value is written. Both HMAC back ends (Web Crypto and node:crypto)
+ * build on these two functions, so there is exactly one definition of the
+ * signed string.
+ *
+ * Signed string: `<timestamp>.<raw body bytes>`.
+ * Header value:  `v1=` + lowercase hex of HMAC-SHA256(key = UTF-8 bytes of the secret).
+ */
+
+/** The version prefix of `X-Service-Signature`. */
+export const SIGNATURE_PREFIX = 'v1=';
+
+/** Header names exactly as SPEC.md writes them. */
+export const HEADER = {
+  contentType: 'Content-Type',
+  userAgent: 'User-Agent',
+  event: 'X-Service-Event',
+  eventId: 'X-Service-Event-ID',
+  deliveryId: 'X-Service-Delivery-ID',
+  timestamp: 'X-Service-Timestamp',
+  signature: 'X-Service-Signature',
+} as const;
+
+export const CONTENT_TYPE = 'application/json; charset=utf-8';
+export const USER_AGENT = 'Service-Webhooks/1.0';
+
+/** A request body as a receiver gets it: the raw bytes, or a string of them. */
+export type RawBody = Uint8Array | string;
+
+const encoder = new TextEncoder();
+
+export function toBytes(body: RawBody): Uint8Array {
+  return typeof body === 'string' ? encoder.encode(body) : body;
+}
+
+/** The exact bytes that are signed: `<timestamp>.` followed by the raw body. */
+export function signedPayload(timestamp: string | number, body: RawBody): Uint8Array {
+  const head = encoder.encode(`${timestamp}.`);
+  const bytes = toBytes(body);
+  const out = new Uint8Array(head.length + bytes.length);
+  out.set(head, 0);
+  out.set(bytes, head.length);
+  return out;
+}
+
+const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'));
+
+/** `v1=` + lowercase hex of a digest. */
+export function formatSignature(digest: Uint8Array): string {
+  let hex = SIGNATURE_PREFIX;
+  for (const byte of digest) hex += HEX[byte];
+  return hex;
+}
+
+export function secretKeyBytes(secret: string): Uint8Array {
+  if (typeof secret !== 'string' || secret.length === 0) {
+    throw new TypeError('secret must be the non-empty signing secret string (for example "whsec_...")');
+  }
+  return encoder.encode(secret);
+}

@@ -1,0 +1,33 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { sign } from '../src/index.ts';
+import { signSync } from '../src/node.ts';
+import { loadVectors } from './vectors.ts';
+
+for (const v of loadVectors()) {
+  test(`vector: ${v.name} (Web Crypto and node:crypto agree with Python's hmac)`, async () => {
+    assert.equal(await sign({ body: v.body, secret: v.secret, timestamp: v.timestamp }), v.signature);
+    assert.equal(signSync({ body: v.body, secret: v.secret, timestamp: v.timestamp }), v.signature);
+  });
+}
+
+test('vectors agree with openssl dgst, computed now', () => {
+  for (const v of loadVectors()) {
+    const input = Buffer.concat([Buffer.from(`${v.timestamp}.`), v.body]);
+    const out = execFileSync('openssl', ['dgst', '-sha256', '-hmac', v.secret, '-r'], { input }).toString();
+    assert.equal(`v1=${out.split(' ')[0]}`, v.signature, v.name);
+  }
+});
+
+test('a string body signs the same as its UTF-8 bytes', async () => {
+  const body = '{"message":"Température"}';
+  assert.equal(
+    await sign({ body, secret: 'whsec_x', timestamp: 5 }),
+    await sign({ body: new TextEncoder().encode(body), secret: 'whsec_x', timestamp: 5 }),
+  );
+});
+
+test('an empty secret is refused with a message that says what to pass', () => {
+  assert.throws(() => signSync({ body: '', secret: '', timestamp: 1 }), /non-empty signing secret/);
+});
