@@ -1,32 +1,27 @@
-import { formatSignature, secretKeyBytes, signedPayload, type RawBody } from './scheme.ts';
-
-export * from './scheme.ts';
-
-export interface SignInput {
-  /** The raw request body, exactly the bytes that are sent. */
-  body: RawBody;
-  /** The endpoint's signing secret, e.g. `whsec_...`; its UTF-8 bytes are the HMAC key. */
-  secret: string;
-  /** Unix time in seconds, sent as `X-Service-Timestamp`. */
-  timestamp: number | string;
-}
-
 /**
- * Computes the `X-Service-Signature` value with Web Crypto, so it runs on
- * Node, Deno, Bun, Cloudflare Workers and browsers.
- *
- * @example
- * const header = await sign({ body: rawBody, secret: 'whsec_...', timestamp: 1700000000 });
- * // 'v1=5d3c...'
+ * @herald/verify: verify Herald webhook requests anywhere Web Crypto runs
+ * (Node 20+, Deno, Bun, Cloudflare Workers, browsers). Node code that wants
+ * synchronous calls imports `@herald/verify/node` instead, which exports all
+ * of this plus `verifySync` and `signSync`.
  */
-export async function sign({ body, secret, timestamp }: SignInput): Promise<string> {
-  const key = await globalThis.crypto.subtle.importKey(
-    'raw',
-    secretKeyBytes(secret),
-    { name: 'HMAC', hash: 'SHA-256' },
-    false,
-    ['sign'],
-  );
-  const digest = await globalThis.crypto.subtle.sign('HMAC', key, signedPayload(String(timestamp), body));
-  return formatSignature(new Uint8Array(digest));
-}
+export { CONTENT_TYPE, HEADER, SIGNATURE_PREFIX, USER_AGENT, type RawBody } from './scheme.ts';
+export { verify } from './verify.ts';
+export type { VerifyInput } from './verification.ts';
+export type { HeadersLike } from './headers.ts';
+export { VERIFICATION_ERRORS, WebhookVerificationError, type VerificationErrorCode } from './errors.ts';
+export { MAX_TOLERANCE_SECONDS } from './timestamp.ts';
+export {
+  EVENT_TYPE,
+  isKnownEvent,
+  type Alarm,
+  type EventData,
+  type EventDataMap,
+  type HeraldEvent,
+  type KnownEventType,
+  type OpenEnum,
+  type Shipment,
+  type WebhookEvent,
+} from './events.ts';
+export { MemoryIdempotencyStore, type IdempotencyStore, type MemoryIdempotencyStoreOptions } from './idempotency.ts';
+export { sign, type SignInput } from './sign.ts';
+export { createTestRequest, type TestRequest, type TestRequestInput } from './test-request.ts';

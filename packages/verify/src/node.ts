@@ -1,18 +1,8 @@
-import { createHmac } from 'node:crypto';
-import { formatSignature, secretKeyBytes, signedPayload } from './scheme.ts';
-import type { SignInput } from './index.ts';
-
-export * from './index.ts';
-
 /**
- * Synchronous signer on `node:crypto`, for Node servers that verify on the
- * hot path. Herald's own dispatcher signs every attempt with this function.
- *
- * @example
- * const header = signSync({ body, secret, timestamp: Math.floor(Date.now() / 1000) });
+ * The Node entry: everything `@herald/verify` exports, plus synchronous
+ * versions on `node:crypto`. The checks, error codes and messages are the
+ * same; only the HMAC back end differs.
  */
-export function signSync({ body, secret, timestamp }: SignInput): string {
-  const hmac = createHmac('sha256', secretKeyBytes(secret));
-  hmac.update(signedPayload(String(timestamp), body));
-  return formatSignature(hmac.digest());
-}
+export * from './index.ts';
+export { signSync } from './sign-sync.ts';
+export { verifySync } from './verify-sync.ts';

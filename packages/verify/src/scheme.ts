@@ -1,8 +1,8 @@
 /**
  * The signature scheme of SPEC.md, in one place: what is signed and how the
  * header value is written. Both HMAC back ends (Web Crypto and node:crypto)
- * build on these two functions, so there is exactly one definition of the
- * signed string.
+ * build on these functions, so there is exactly one definition of the signed
+ * string.
  *
  * Signed string: `<timestamp>.<raw body bytes>`.
  * Header value:  `v1=` + lowercase hex of HMAC-SHA256(key = UTF-8 bytes of the secret).
@@ -25,13 +25,21 @@ export const HEADER = {
 export const CONTENT_TYPE = 'application/json; charset=utf-8';
 export const USER_AGENT = 'Service-Webhooks/1.0';
 
-/** A request body as a receiver gets it: the raw bytes, or a string of them. */
-export type RawBody = Uint8Array | string;
+/**
+ * A request body as a receiver gets it: the raw bytes (`Uint8Array`, which
+ * includes Node's `Buffer`, or an `ArrayBuffer`), or a string of them
+ * (`await request.text()`). Never a parsed object.
+ */
+export type RawBody = Uint8Array | ArrayBuffer | string;
 
 const encoder = new TextEncoder();
 
 export function toBytes(body: RawBody): Uint8Array {
-  return typeof body === 'string' ? encoder.encode(body) : body;
+  if (typeof body === 'string') return encoder.encode(body);
+  // ArrayBuffer.isView rather than instanceof: a Uint8Array from another realm
+  // (a vm context, a test environment) is still bytes.
+  if (ArrayBuffer.isView(body)) return new Uint8Array(body.buffer, body.byteOffset, body.byteLength);
+  return new Uint8Array(body);
 }
 
 /** The exact bytes that are signed: `<timestamp>.` followed by the raw body. */

@@ -94,6 +94,7 @@ export async function updateDeliveries(db: Queryable, updates: readonly Delivery
       updates.map((u) => u.nextAttemptAt),
       updates.map((u) => u.lastStatus),
       updates.map((u) => u.lastError),
+      now,
     ],
   );
   return rows;

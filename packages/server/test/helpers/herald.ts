@@ -1,0 +1,116 @@
+import { PassThrough } from 'node:stream';
+import type { FastifyInstance } from 'fastify';
+import { DEFAULT_RETRY, loadConfig, type DispatcherConfig } from '../../src/config.ts';
+import { SchemaValidator } from '../../src/core/schema-validator.ts';
+import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
+import { buildApp } from '../../src/http/app.ts';
+import { createAccount, createApiKey } from '../../src/services/accounts.ts';
+import type { ServiceDeps } from '../../src/services/deps.ts';
+import type { Engine } from '../../src/storage/db.ts';
+import { createTestClock, type TestClock } from './clock.ts';
+import { createTestDb, type TestDb } from './engines.ts';
+import { TLS } from './tls.ts';
+
+export const TEST_KEY = Buffer.alloc(32, 7);
+
+export interface TestHerald {
+  db: TestDb;
+  deps: ServiceDeps;
+  app: FastifyInstance;
+  dispatcher: Dispatcher;
+  clock: TestClock;
+  accountId: string;
+  apiKey: string;
+  /** Everything the API logged. */
+  logs(): string;
+  /** Calls the API with the test account's key (or `as`). */
+  api(method: string, url: string, body?: unknown, as?: string): Promise<{ status: number; json: any; headers: Record<string, unknown> }>;
+  /** Ticks until a tick claims nothing, advancing the clock past each retry. */
+  drain(options?: { advanceMs?: number; maxTicks?: number }): Promise<TickReport>;
+  newAccount(name?: string): Promise<{ accountId: string; apiKey: string }>;
+  close(): Promise<void>;
+}
+
+export function testDispatcherConfig(overrides: Partial<DispatcherConfig> = {}): DispatcherConfig {
+  const base = loadConfig({ env: {} }).dispatcher;
+  return { ...base, concurrency: 32, endpointConcurrency: 8, retry: { ...DEFAULT_RETRY }, ...overrides };
+}
+
+/** A Herald in this process on a fresh database: the API (inject) and a dispatcher driven by tick(). */
+export async function createTestHerald(engine: Engine, options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number } = {}): Promise<TestHerald> {
+  const db = await createTestDb(engine);
+  const clock = createTestClock();
+  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator() };
+  const config = testDispatcherConfig(options.dispatcher);
+  const logStream = new PassThrough();
+  const logChunks: Buffer[] = [];
+  logStream.on('data', (c: Buffer) => logChunks.push(c));
+  const app = await buildApp({ ...deps, disableAfter: config.disableAfter, maxBodyBytes: 1024 * 1024, logLevel: 'info', logStream });
+  const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
+
+  async function newAccount(name = 'Acme Logistics') {
+    const account = await createAccount(db, name);
+    const { key } = await createApiKey(db, account.id);
+    return { accountId: account.id, apiKey: key };
+  }
+  const main = await newAccount();
+
+  const herald: TestHerald = {
+    db,
+    deps,
+    app,
+    dispatcher,
+    clock,
+    ...main,
+    logs: () => Buffer.concat(logChunks).toString('utf8'),
+    async api(method, url, body, as) {
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: { authorization: `Bearer ${as ?? main.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+      });
+      return { status: res.statusCode, json: res.body ? JSON.parse(res.body) : undefined, headers: res.headers };
+    },
+    async drain({ advanceMs = 4 * 86_400_000, maxTicks = 500 } = {}) {
+      const total: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };
+      for (let i = 0; i < maxTicks; i++) {
+        const r = await dispatcher.tick();
+        if (r.claimed === 0) {
+          // Nothing due now: move past every scheduled retry and look once more.
+          clock.advance(advanceMs);
+          const again = await dispatcher.tick();
+          if (again.claimed === 0) break;
+          for (const k of Object.keys(total) as (keyof TickReport)[]) total[k] += again[k];
+          continue;
+        }
+        for (const k of Object.keys(total) as (keyof TickReport)[]) total[k] += r[k];
+      }
+      return total;
+    },
+    newAccount,
+    async close() {
+      await dispatcher.stop(1000);
+      await app.close();
+      await db.close();
+    },
+  };
+  return herald;
+}
+
+/** A valid alarm.created record. */
+export function alarmData(overrides: Record<string, unknown> = {}) {
+  return {
+    id: '6f1c2a7e-9b3d-4e58-a1c4-2d7e8f9a0b1c',
+    device_id: '0d8e4b2a-7c1f-4a36-9e5d-3b2c1a0f9e8d',
+    shipment_id: 48213,
+    type: 'temperature',
+    severity: 'high',
+    source: 'sensor',
+    message: 'Température au-dessus de 8 °C',
+    resolved: false,
+    created_at: '2026-11-20T08:14:03.000Z',
+    resolved_at: null,
+    ...overrides,
+  };
+}

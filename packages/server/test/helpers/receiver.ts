@@ -1,0 +1,78 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingHttpHeaders, ServerResponse } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { TLS } from './tls.ts';
+
+export interface ReceivedRequest {
+  method: string;
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: Buffer;
+}
+
+/** What the receiver does with a request: answer, never answer, or drop the connection. */
+export type Behaviour =
+  | { status: number; headers?: Record<string, string>; body?: string | Buffer }
+  | { hang: true }
+  | { destroy: true };
+
+export interface Receiver {
+  url: string;
+  port: number;
+  requests: ReceivedRequest[];
+  /** Replaces the behaviour; requests already answered keep theirs. */
+  respond(behaviour: Behaviour | ((req: ReceivedRequest, index: number) => Behaviour)): void;
+  close(): Promise<void>;
+}
+
+/**
+ * A real HTTPS server on loopback with the test CA's certificate (or an
+ * expired / untrusted one). It records each request's raw bytes.
+ */
+export async function startReceiver(options: { cert?: string; path?: string } = {}): Promise<Receiver> {
+  let behave: (req: ReceivedRequest, index: number) => Behaviour = () => ({ status: 204 });
+  const requests: ReceivedRequest[] = [];
+  const sockets = new Set<Socket>();
+  const hanging = new Set<ServerResponse>();
+  const server: Server = createServer({ key: TLS.key, cert: options.cert ?? TLS.cert }, (req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const received: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+      requests.push(received);
+      const b = behave(received, requests.length - 1);
+      if ('hang' in b) {
+        hanging.add(res);
+        return;
+      }
+      if ('destroy' in b) {
+        req.socket.destroy();
+        return;
+      }
+      res.writeHead(b.status, b.headers);
+      res.end(b.body);
+    });
+  });
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  server.on('secureConnection', (s) => {
+    sockets.add(s);
+    s.on('close', () => sockets.delete(s));
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return {
+    url: `https://localhost:${port}${options.path ?? '/webhooks'}`,
+    port,
+    requests,
+    respond(b) {
+      behave = typeof b === 'function' ? b : () => b;
+    },
+    async close() {
+      for (const s of sockets) s.destroy();
+      await new Promise<void>((r) => server.close(() => r()));
+    },
+  };
+}
