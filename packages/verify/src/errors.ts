@@ -14,6 +14,9 @@
  * than 300 s, `now` in milliseconds) are not verification failures: they
  * throw `TypeError` / `RangeError`, which an error handler turns into a 500,
  * for the same reason.
+ *
+ * @example
+ * VERIFICATION_ERRORS.body_not_raw.status; // 500
  */
 export const VERIFICATION_ERRORS = {
   missing_header: {

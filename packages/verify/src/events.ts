@@ -24,7 +24,12 @@ export interface WebhookEvent<Type extends string = string, Data = unknown> {
   data: Data;
 }
 
-/** The published event types. */
+/**
+ * The published event types.
+ *
+ * @example
+ * if (event.type === EVENT_TYPE.alarmCreated) notifyOnCall(event);
+ */
 export const EVENT_TYPE = {
   alarmCreated: 'alarm.created',
   alarmResolved: 'alarm.resolved',

@@ -62,9 +62,24 @@ test('every file the exports map points at (except source) was built', () => {
 test('declarations use .js specifiers, never .ts', () => {
   for (const format of ['esm', 'cjs']) {
     for (const name of readdirSync(join(installed, 'dist', format)).filter((n) => n.endsWith('.d.ts'))) {
-      assert.doesNotMatch(readFileSync(join(installed, 'dist', format, name), 'utf8'), /from '\.[^']*\.ts'/, `${format}/${name}`);
+      assert.doesNotMatch(readFileSync(join(installed, 'dist', format, name), 'utf8'), /from ['"]\.[^'"]*\.ts['"]/, `${format}/${name}`);
     }
   }
+});
+
+test('the main entry imports nothing from node:, so it runs on Workers, Deno, Bun and browsers', () => {
+  const seen = new Set<string>();
+  const visit = (file: string): void => {
+    if (seen.has(file)) return;
+    seen.add(file);
+    const source = readFileSync(join(installed, 'dist', 'esm', file), 'utf8');
+    for (const [, specifier] of source.matchAll(/^(?:import|export)[^'"]*from ['"]([^'"]+)['"]/gm)) {
+      assert.ok(specifier!.startsWith('./'), `${file} imports ${specifier}`);
+      visit(specifier!.slice(2));
+    }
+  };
+  visit('index.js');
+  assert.ok(seen.has('verify.js') && !seen.has('hmac-node.js'), [...seen].join(', '));
 });
 
 // The same checks, once through import and once through require.
