@@ -116,7 +116,11 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
     host: flags.host ?? env.HERALD_HOST ?? '127.0.0.1',
     port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, 8080, 0, 65535),
-    dataDir: resolve(flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
+    // Relative to where the user typed the command: npm runs a workspace's
+    // scripts in the workspace folder (so `npm start` at the root would use
+    // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD
+    // to the folder npm was started in.
+    dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),

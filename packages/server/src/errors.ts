@@ -42,6 +42,16 @@ export class HeraldError extends Error {
   }
 }
 
+/**
+ * Joins the segments of a JSON pointer as a person reads them:
+ * `["events", "1", "data", "severity"]` → `events[1].data.severity`.
+ */
+export function fieldPath(segments: readonly string[]): string {
+  return segments
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .reduce((path, s) => (/^\d+$/.test(s) ? `${path}[${s}]` : path ? `${path}.${s}` : s), '');
+}
+
 /** Shorthand for a 400 on one field. */
 export function invalidField(field: string, message: string, code: ErrorCode = 'validation_failed'): HeraldError {
   return new HeraldError(code, `${field}: ${message}`, { errors: [{ field, message }] });

@@ -14,7 +14,8 @@ import { openStorage, prepareDatabase } from '../storage/open.ts';
  * running Herald's admin socket when one does.
  */
 export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, args: Record<string, unknown>): Promise<unknown> {
-  if (!config.databaseUrl && readLockHolder(config.dataDir)) {
+  const holder = config.databaseUrl ? undefined : readLockHolder(config.dataDir);
+  if (holder) {
     const agent = new Agent({ connect: { socketPath: adminSocketPath(config.dataDir) } });
     try {
       const res = await request(`http://herald/admin/${op}`, {
@@ -22,6 +23,14 @@ export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, ar
         dispatcher: agent,
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify(args),
+      }).catch((cause: unknown) => {
+        // The holder is not serving operator commands (yet): still starting, or `herald migrate`.
+        throw new HeraldError(
+          'conflict',
+          `Herald process ${holder.pid} holds ${config.dataDir} but does not answer on its admin socket ` +
+            `(${(cause as Error).message}); if it is starting or migrating, try again in a moment`,
+          { cause },
+        );
       });
       const body = (await res.body.json()) as { result?: unknown; code?: ErrorCode; detail?: string };
       if (res.statusCode >= 400) throw new HeraldError(body.code ?? 'internal_error', body.detail ?? `HTTP ${res.statusCode}`);

@@ -1,6 +1,6 @@
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import addFormatsModule from 'ajv-formats';
-import type { FieldError } from '../errors.ts';
+import { fieldPath, type FieldError } from '../errors.ts';
 
 // ajv-formats is CommonJS with a default export.
 const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
@@ -36,8 +36,7 @@ export class SchemaValidator {
     if (validate(value)) return [];
     return (validate.errors ?? []).map((e) => {
       const missing = e.keyword === 'required' ? `/${(e.params as { missingProperty: string }).missingProperty}` : '';
-      const path = `${e.instancePath}${missing}`.split('/').filter(Boolean).join('.');
-      const field = path ? `${prefix}.${path}` : prefix;
+      const field = fieldPath([prefix, ...`${e.instancePath}${missing}`.split('/').filter(Boolean)]);
       const message =
         e.keyword === 'required' ? 'is required' : e.keyword === 'const' ? `must be ${JSON.stringify((e.params as { allowedValue: unknown }).allowedValue)}` : (e.message ?? 'is invalid');
       return { field, message };

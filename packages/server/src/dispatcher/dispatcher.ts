@@ -75,6 +75,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let timer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
+  let stopping: Promise<void> | undefined;
 
   function finish(claim: Claim, state: Finished['update']['state'], p: { next?: Date; status: number | null; error: string | null; attempt: Finished['attempt'] }): Finished {
     return {
@@ -232,6 +233,30 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return pruneAttempts(db, recorder.takeTouched(), ATTEMPTS_KEPT);
   }
 
+  async function shutdown(graceMs: number): Promise<void> {
+    running = false;
+    clearTimeout(timer);
+    clearInterval(pruneTimer);
+    await unlisten?.();
+    unlisten = undefined;
+    const all = Promise.allSettled([...tasks]);
+    let graceTimer: NodeJS.Timeout | undefined;
+    const expired = await Promise.race([
+      all.then(() => false),
+      new Promise<boolean>((r) => {
+        graceTimer = setTimeout(() => r(true), graceMs);
+      }),
+    ]);
+    clearTimeout(graceTimer);
+    if (expired) {
+      for (const a of aborts) a.abort();
+      await all;
+    }
+    await recorder.idle();
+    await prune().catch(() => 0);
+    await agent.close();
+  }
+
   return {
     get inFlight() {
       return inFlight;
@@ -243,28 +268,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       pruneTimer.unref();
       wake();
     },
-    async stop(graceMs = 15_000) {
-      running = false;
-      clearTimeout(timer);
-      clearInterval(pruneTimer);
-      await unlisten?.();
-      unlisten = undefined;
-      const all = Promise.allSettled([...tasks]);
-      let graceTimer: NodeJS.Timeout | undefined;
-      const expired = await Promise.race([
-        all.then(() => false),
-        new Promise<boolean>((r) => {
-          graceTimer = setTimeout(() => r(true), graceMs);
-        }),
-      ]);
-      clearTimeout(graceTimer);
-      if (expired) {
-        for (const a of aborts) a.abort();
-        await all;
-      }
-      await recorder.idle();
-      await prune().catch(() => 0);
-      await agent.close();
+    stop(graceMs = 15_000) {
+      stopping ??= shutdown(graceMs);
+      return stopping;
     },
     async tick() {
       const report: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };

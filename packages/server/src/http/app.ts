@@ -43,7 +43,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
     return503OnClosing: true,
+    // Errors raised before routing (a malformed %-escape in the path) are problems too.
+    frameworkErrors: (error, request, reply) => sendProblem(reply, toProblem(error, request)),
   });
+  // The API takes JSON only: without this, fastify's built-in text/plain parser
+  // would turn a wrongly typed body into a confusing schema error instead of a 415.
+  app.removeContentTypeParser('text/plain');
 
   app.decorateRequest('accountId', '');
   app.setErrorHandler((error, request, reply) => sendProblem(reply, toProblem(error, request)));

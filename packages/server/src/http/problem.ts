@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, HeraldError, type ErrorCode, type FieldError } from '../errors.ts';
+import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError } from '../errors.ts';
 
 /** RFC 9457 problem details, with Herald's stable `code`. */
 export interface Problem {
@@ -39,7 +39,7 @@ function fieldErrors(validation: AjvLikeError[], context: string | undefined): F
       parts.push(String(e.params.additionalProperty));
       message = 'is not a known field; remove it or check its spelling';
     }
-    const field = parts.join('.') || (context === 'body' ? 'body' : String(context ?? 'request'));
+    const field = fieldPath(parts) || (context === 'body' ? 'body' : String(context ?? 'request'));
     return { field: context === 'querystring' ? `query.${field}` : field, message };
   });
 }
@@ -62,8 +62,13 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
     case 'FST_ERR_CTP_INVALID_JSON_BODY':
       return problemOf('malformed_json', `the body is not valid JSON: ${fe.message}`);
   }
-  if (fe instanceof SyntaxError || fe.statusCode === 400) {
+  if (fe instanceof SyntaxError) {
     return problemOf('malformed_json', `the body is not valid JSON: ${fe.message}`);
+  }
+  // Any other client error fastify raises (a Content-Length that does not match
+  // the body, a malformed %-escape in the path, an over-long path parameter).
+  if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
+    return problemOf('validation_failed', fe.message);
   }
   request.log.error({ err: error }, "unhandled error");
   return problemOf('internal_error', 'Herald could not complete the request; it has been logged. Try again, and report it if it persists.');

@@ -85,3 +85,17 @@ export async function deleteEndpoint(deps: ServiceDeps, accountId: string, id: s
 export function endpointNotFound(id: string): HeraldError {
   return new HeraldError('not_found', `no endpoint with id ${id} in this account`);
 }
+
+/**
+ * Replaces the signing secret. The old one is discarded (DECISIONS.md); the
+ * next attempt, even a retry of an older event, is signed with the new one.
+ */
+export async function rotateSecret(deps: ServiceDeps, accountId: string, id: string): Promise<{ endpoint: q.EndpointRow; secret: string }> {
+  const secret = generateSigningSecret();
+  const endpoint = await q.replaceSecret(deps.db, accountId, id, {
+    secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
+    secretHint: maskSecret(secret),
+  });
+  if (!endpoint) throw endpointNotFound(id);
+  return { endpoint, secret };
+}

@@ -55,8 +55,10 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
   });
   if (errors.length > 0) {
     const unknownType = errors.every((e) => e.field.endsWith('type') && e.message.includes('not in the catalog'));
+    // invalid_event_data is about the record; a bad id or a missing type is a plain validation error.
+    const badData = errors.some((e) => /(^|\.)data($|[.[])/.test(e.field));
     const detail = errors.map((e) => `${e.field}: ${e.message}`).join('; ');
-    throw new HeraldError(unknownType ? 'unknown_event_type' : 'invalid_event_data', detail, { errors });
+    throw new HeraldError(unknownType ? 'unknown_event_type' : badData ? 'invalid_event_data' : 'validation_failed', detail, { errors });
   }
   return checked;
 }
@@ -80,14 +82,19 @@ export async function publishEvents(
   const checked = await check(deps, inputs, (i) => (options.batch ? `events[${i}].` : ''));
   const now = deps.clock();
   return deps.db.transaction(async (tx) => {
-    const results: PublishedEvent[] = [];
+    const results: PublishedEvent[] = new Array(checked.length);
     let pending = 0;
-    for (const [i, e] of checked.entries()) {
+    // Rows are written in id order, whatever the order of the batch, so two
+    // batches that share ids wait for each other instead of deadlocking (which
+    // PostgreSQL would resolve by failing one of them). Results keep the input order.
+    const order = [...checked.keys()].sort((a, b) => (checked[a]!.id < checked[b]!.id ? -1 : checked[a]!.id > checked[b]!.id ? 1 : a - b));
+    for (const i of order) {
+      const e = checked[i]!;
       const body = serialiseEnvelope({ id: e.id, type: e.type, created_at: now.toISOString(), data: e.data });
       const row = await insertEventIfNew(tx, { accountId, id: e.id, type: e.type, createdAt: now, body, requestHash: e.hash });
       if (row) {
         pending += await fanOutEvent(tx, { accountId, eventId: e.id, type: e.type, now });
-        results.push(toPublished(row, false));
+        results[i] = toPublished(row, false);
         continue;
       }
       const existing = await getEvent(tx, accountId, e.id);
@@ -100,7 +107,7 @@ export async function publishEvents(
           { errors: [{ field: at, message: 'already used with a different body' }] },
         );
       }
-      results.push(toPublished(existing, true));
+      results[i] = toPublished(existing, true);
     }
     if (pending > 0) await notifyDeliveries(tx);
     return results;

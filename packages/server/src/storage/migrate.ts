@@ -29,11 +29,16 @@ export async function loadMigrations(): Promise<Migration[]> {
  * Returns the versions it applied.
  */
 export async function migrate(db: Db): Promise<number[]> {
-  await db.exec(`CREATE TABLE IF NOT EXISTS herald_migrations (
-    version integer PRIMARY KEY,
-    name text NOT NULL,
-    applied_at timestamptz NOT NULL DEFAULT now()
-  )`);
+  // Under the lock too: CREATE TABLE IF NOT EXISTS is not safe against a
+  // concurrent CREATE (the loser fails on pg_type's unique index).
+  await db.transaction(async (tx) => {
+    await tx.query('SELECT pg_advisory_xact_lock($1)', [MIGRATION_LOCK_KEY]);
+    await tx.query(`CREATE TABLE IF NOT EXISTS herald_migrations (
+      version integer PRIMARY KEY,
+      name text NOT NULL,
+      applied_at timestamptz NOT NULL DEFAULT now()
+    )`);
+  });
   const applied: number[] = [];
   for (const migration of await loadMigrations()) {
     const ran = await db.transaction(async (tx) => {

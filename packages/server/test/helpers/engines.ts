@@ -23,6 +23,13 @@ let pgliteTemplate: Promise<Blob> | undefined;
 let postgresTemplate: Promise<string> | undefined;
 const adminUrl = () => process.env.HERALD_TEST_DATABASE_URL!;
 
+// Registered at import, so it belongs to the file's root and runs once, last.
+after(async () => {
+  if (!postgresTemplate) return;
+  const name = await postgresTemplate;
+  await admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`));
+});
+
 function withDatabase(url: string, name: string): string {
   const u = new URL(url);
   u.pathname = `/${name}`;
@@ -45,7 +52,6 @@ async function makePostgresTemplate(): Promise<string> {
   const db = await openPostgres({ connectionString: withDatabase(adminUrl(), name) });
   await prepareDatabase(db);
   await db.close();
-  after(() => admin((c) => c.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)));
   return name;
 }
 

@@ -20,6 +20,8 @@ export interface Receiver {
   url: string;
   port: number;
   requests: ReceivedRequest[];
+  /** Resolves once `n` requests have arrived in total. */
+  received(n: number): Promise<void>;
   /** Replaces the behaviour; requests already answered keep theirs. */
   respond(behaviour: Behaviour | ((req: ReceivedRequest, index: number) => Behaviour)): void;
   close(): Promise<void>;
@@ -34,12 +36,17 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
   const hanging = new Set<ServerResponse>();
+  const waiters: Array<{ n: number; resolve: () => void }> = [];
   const server: Server = createServer({ key: TLS.key, cert: options.cert ?? TLS.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const received: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
       requests.push(received);
+      for (const w of waiters.filter((w) => requests.length >= w.n)) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve();
+      }
       const b = behave(received, requests.length - 1);
       if ('hang' in b) {
         hanging.add(res);
@@ -67,6 +74,10 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
     url: `https://localhost:${port}${options.path ?? '/webhooks'}`,
     port,
     requests,
+    received(n) {
+      if (requests.length >= n) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ n, resolve }));
+    },
     respond(b) {
       behave = typeof b === 'function' ? b : () => b;
     },

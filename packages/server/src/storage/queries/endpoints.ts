@@ -65,3 +65,17 @@ export async function updateEndpoint(
 export async function deleteEndpoint(db: Queryable, accountId: string, id: string): Promise<boolean> {
   return (await db.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
 }
+
+export async function replaceSecret(
+  db: Queryable,
+  accountId: string,
+  id: string,
+  s: { secretEncrypted: Buffer; secretHint: string },
+): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET secret_encrypted = $3, secret_hint = $4, updated_at = now()
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id, s.secretEncrypted, s.secretHint],
+  );
+  return rows[0];
+}

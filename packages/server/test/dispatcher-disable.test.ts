@@ -1,0 +1,106 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ENGINES } from './helpers/engines.ts';
+import { createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
+
+for (const engine of ENGINES) {
+  describe(`automatic disabling after 20 consecutive failed deliveries [${engine}]`, () => {
+    let h: TestHerald;
+    let receiver: Receiver;
+
+    before(async () => {
+      h = await createTestHerald(engine);
+      receiver = await startReceiver();
+    });
+    after(async () => {
+      await h.close();
+      await receiver.close();
+    });
+
+    async function newEndpoint() {
+      const res = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+      // Only this endpoint is subscribed to its own shipment ids: route by path.
+      return res.json.id as string;
+    }
+
+    /** Publishes `n` events and delivers them one tick at a time, in order. */
+    async function publishAndDeliver(n: number, status: number) {
+      receiver.respond({ status });
+      for (let i = 0; i < n; i++) {
+        await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: i } });
+        await h.dispatcher.tick();
+      }
+    }
+
+    async function endpoint(id: string) {
+      return (await h.api('GET', `/v1/endpoints/${id}`)).json;
+    }
+
+    test('19 failures, a success resets the count, 19 more keep it enabled; the 20th in a row disables', async () => {
+      const id = await newEndpoint();
+      await publishAndDeliver(19, 400);
+      assert.equal((await endpoint(id)).failure_streak, 19);
+      assert.equal((await endpoint(id)).state, 'enabled');
+      await publishAndDeliver(1, 200);
+      assert.equal((await endpoint(id)).failure_streak, 0);
+      await publishAndDeliver(19, 410);
+      const before20 = await endpoint(id);
+      assert.deepEqual([before20.state, before20.failure_streak, before20.failure_threshold], ['enabled', 19, 20]);
+      await publishAndDeliver(1, 404);
+      const disabled = await endpoint(id);
+      assert.equal(disabled.state, 'disabled');
+      assert.equal(disabled.failure_streak, 20);
+      assert.equal(disabled.disabled_at, h.clock.now().toISOString());
+      assert.match(disabled.disabled_reason, /^20 consecutive failed deliveries; the last: HTTP 404$/);
+      await h.api('DELETE', `/v1/endpoints/${id}`);
+    });
+
+    test('a retried delivery counts once, when it finally fails, not per attempt', async () => {
+      const id = await newEndpoint();
+      receiver.respond({ status: 503 });
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'one' } });
+      await h.drain();
+      const e = await endpoint(id);
+      assert.equal(e.failure_streak, 1);
+      assert.equal(e.state, 'enabled');
+      await h.api('DELETE', `/v1/endpoints/${id}`);
+    });
+
+    test('a disabled endpoint receives nothing: pending retries and new events become skipped deliveries, kept', async () => {
+      const id = await newEndpoint();
+      // One delivery waiting for a retry when the endpoint gets disabled.
+      receiver.respond({ status: 503 });
+      const waiting = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'waiting' } });
+      assert.equal((await h.dispatcher.tick()).retrying, 1);
+      await publishAndDeliver(20, 400);
+      assert.equal((await endpoint(id)).state, 'disabled');
+      const w = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE event_id = $1', [waiting.json.id]);
+      assert.equal(w.rows[0]!.state, 'skipped');
+
+      receiver.requests.length = 0;
+      const later = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'later' } });
+      assert.equal(later.status, 202);
+      const report = await h.drain();
+      assert.equal(report.claimed, 0);
+      assert.equal(receiver.requests.length, 0, 'no request is sent to a disabled endpoint');
+      const l = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE event_id = $1', [later.json.id]);
+      assert.equal(l.rows[0]!.state, 'skipped');
+      const event = await h.api('GET', `/v1/events/${later.json.id}`);
+      assert.equal(event.json.deliveries[0].state, 'skipped');
+      await h.api('DELETE', `/v1/endpoints/${id}`);
+    });
+
+    test('a delivery claimed just before its endpoint was disabled is skipped, not sent', async () => {
+      const id = await newEndpoint();
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'race' } });
+      await h.db.query('UPDATE endpoints SET enabled = false WHERE id = $1', [id]);
+      receiver.requests.length = 0;
+      const r = await h.dispatcher.tick();
+      assert.equal(receiver.requests.length, 0);
+      assert.equal(r.skipped, 1);
+      const { rows } = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1', [id]);
+      assert.deepEqual(rows.map((x) => x.state), ['skipped']);
+    });
+  });
+}

@@ -1,0 +1,168 @@
+import { after, before, beforeEach, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { createServer } from 'node:net';
+import { ENGINES } from './helpers/engines.ts';
+import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { startReceiver, type Behaviour, type Receiver } from './helpers/receiver.ts';
+import { TLS } from './helpers/tls.ts';
+
+/** A port with nothing listening: bind, note it, close. */
+async function closedPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((r) => server.close(() => r()));
+  return port;
+}
+
+for (const engine of ENGINES) {
+  describe(`delivery outcomes [${engine}]`, () => {
+    let h: TestHerald;
+    let receiver: Receiver;
+    let endpointId: string;
+
+    before(async () => {
+      // A short deadline so the hanging-receiver case takes 300 ms, not 10 s.
+      h = await createTestHerald(engine, { dispatcher: { requestTimeoutMs: 300 } });
+      receiver = await startReceiver();
+      const res = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['alarm.created'] });
+      endpointId = res.json.id;
+    });
+    after(async () => {
+      await h.close();
+      await receiver.close();
+    });
+    beforeEach(async () => {
+      receiver.requests.length = 0;
+      // Keep the endpoint enabled across cases: these tests count attempts, not streaks.
+      await h.db.query('UPDATE endpoints SET failure_streak = 0, enabled = true WHERE id = $1', [endpointId]);
+    });
+
+    async function deliverOnce(behaviour: Behaviour) {
+      receiver.respond(behaviour);
+      const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      assert.equal(event.status, 202);
+      await h.drain();
+      const { rows } = await h.db.query<{ state: string; attempts: number; last_status: number | null; last_error: string | null }>(
+        'SELECT state, attempts, last_status, last_error FROM deliveries WHERE event_id = $1',
+        [event.json.id],
+      );
+      return rows[0]!;
+    }
+
+    for (const status of [200, 201, 202, 204, 299]) {
+      test(`${status} closes the delivery after one attempt`, async () => {
+        const d = await deliverOnce({ status });
+        assert.deepEqual([d.state, d.attempts, d.last_status, d.last_error], ['succeeded', 1, status, null]);
+        assert.equal(receiver.requests.length, 1);
+      });
+    }
+
+    for (const status of [500, 503, 429]) {
+      test(`${status} is retried 6 times: exactly 7 attempts, then failed`, async () => {
+        const d = await deliverOnce({ status });
+        assert.equal(receiver.requests.length, 7);
+        assert.equal(d.state, 'failed');
+        assert.equal(d.attempts, 7);
+        assert.equal(d.last_status, status);
+        assert.match(d.last_error!, new RegExp(`HTTP ${status}.*gave up after 7 attempts`));
+      });
+    }
+
+    for (const status of [400, 401, 404, 410, 422]) {
+      test(`${status} is permanent: one attempt`, async () => {
+        const d = await deliverOnce({ status });
+        assert.equal(receiver.requests.length, 1);
+        assert.deepEqual([d.state, d.attempts, d.last_status, d.last_error], ['failed', 1, status, `HTTP ${status}`]);
+      });
+    }
+
+    test('302 is not followed: one attempt, a permanent failure that says to register the final address', async () => {
+      const d = await deliverOnce({ status: 302, headers: { location: `${receiver.url}/moved` } });
+      assert.equal(receiver.requests.length, 1);
+      assert.equal(receiver.requests[0]!.path, '/webhooks');
+      assert.equal(d.state, 'failed');
+      assert.match(d.last_error!, /redirect to .*\/moved not followed; register the final address/);
+    });
+
+    test('a receiver that never answers is timed out and retried', async () => {
+      const d = await deliverOnce({ hang: true });
+      assert.equal(receiver.requests.length, 7);
+      assert.equal(d.state, 'failed');
+      assert.match(d.last_error!, /^timed out after 0.3 s/);
+    });
+
+    test('a connection dropped before the answer is retried', async () => {
+      const d = await deliverOnce({ destroy: true });
+      assert.equal(receiver.requests.length, 7);
+      assert.match(d.last_error!, /connection closed by the receiver/);
+    });
+
+    test('a recovering receiver: 503, 503, then 200 succeeds on the third attempt', async () => {
+      const d = await deliverOnce(((_r: unknown, i: number) => (i < 2 ? { status: 503 } : { status: 200 })) as never);
+      assert.deepEqual([d.state, d.attempts, d.last_status], ['succeeded', 3, 200]);
+    });
+
+    test('the response body is never interpreted; its first 4 KiB are kept', async () => {
+      receiver.respond({ status: 500, body: 'x'.repeat(10_000) });
+      const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      await h.dispatcher.tick();
+      const { rows } = await h.db.query<{ response_excerpt: Buffer; outcome: string }>(
+        'SELECT response_excerpt, outcome FROM attempts WHERE event_id = $1',
+        [event.json.id],
+      );
+      assert.equal(rows[0]!.response_excerpt.length, 4096);
+      assert.equal(rows[0]!.outcome, 'retrying');
+      await h.drain();
+    });
+  });
+
+  describe(`transport failures [${engine}]`, () => {
+    let h: TestHerald;
+    before(async () => {
+      h = await createTestHerald(engine);
+    });
+    after(() => h.close());
+
+    async function errorOf(url: string): Promise<string> {
+      const ep = await h.api('POST', '/v1/endpoints', { url, event_types: ['shipment.created'] });
+      const event = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+      await h.dispatcher.tick();
+      const { rows } = await h.db.query<{ state: string; last_error: string }>(
+        'SELECT state, last_error FROM deliveries WHERE event_id = $1 AND endpoint_id = $2',
+        [event.json.id, ep.json.id],
+      );
+      assert.equal(rows[0]!.state, 'pending', 'transport failures are retried');
+      await h.db.query(`UPDATE endpoints SET event_types = '{alarm.resolved}' WHERE id = $1`, [ep.json.id]);
+      return rows[0]!.last_error;
+    }
+
+    test('a refused connection is retried with "connection refused"', async () => {
+      assert.equal(await errorOf(`https://127.0.0.1:${await closedPort()}/hook`), 'connection refused');
+    });
+
+    test('an expired certificate is retried with "TLS: certificate has expired"', async () => {
+      const r = await startReceiver({ cert: TLS.expiredCert });
+      try {
+        assert.equal(await errorOf(r.url), 'TLS: certificate has expired');
+        assert.equal(r.requests.length, 0);
+      } finally {
+        await r.close();
+      }
+    });
+
+    test('a certificate from an unknown authority is retried with a TLS message', async () => {
+      const r = await startReceiver({ cert: TLS.untrustedCert });
+      try {
+        assert.match(await errorOf(r.url), /^TLS: /);
+      } finally {
+        await r.close();
+      }
+    });
+
+    test('an unknown host is retried with a DNS message', async () => {
+      assert.match(await errorOf('https://herald-test.invalid/hook'), /^DNS: host not found/);
+    });
+
+  });
+}

@@ -1,0 +1,118 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ENGINES } from './helpers/engines.ts';
+import { createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { opensslSignature } from './helpers/independent-hmac.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { rotateSecret } from '../src/services/endpoints.ts';
+
+for (const engine of ENGINES) {
+  describe(`the running dispatcher [${engine}]`, () => {
+    let h: TestHerald;
+    let healthy: Receiver;
+    let hanging: Receiver;
+
+    before(async () => {
+      // endpointConcurrency 4: the hanging endpoint can hold at most 4 of the 32 slots.
+      h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 4, concurrency: 32 } });
+      healthy = await startReceiver();
+      hanging = await startReceiver();
+      hanging.respond({ hang: true });
+    });
+    after(async () => {
+      await h.close();
+      await healthy.close();
+      await hanging.close();
+    });
+
+    test('a published event wakes the idle dispatcher through LISTEN/NOTIFY (no tick)', async () => {
+      await h.api('POST', '/v1/endpoints', { url: healthy.url, event_types: ['shipment.created'] });
+      await h.dispatcher.start();
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+      await healthy.received(1);
+    });
+
+    test('an endpoint that hangs does not hold up deliveries to a healthy one', async () => {
+      await h.api('POST', '/v1/endpoints', { url: hanging.url, event_types: ['alarm.resolved', 'shipment.created'] });
+      // 20 events for both endpoints: the hanging one takes its 4 slots and keeps them.
+      for (let i = 0; i < 20; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 100 + i } });
+      await healthy.received(21);
+      await hanging.received(4);
+      assert.equal(hanging.requests.length, 4, 'the per-endpoint cap holds the hanging endpoint to 4 in flight');
+    });
+
+    test('stop() lets in-flight attempts finish within the grace period, then aborts and records them for a retry', async () => {
+      await h.dispatcher.stop(50);
+      assert.equal(h.dispatcher.inFlight, 0);
+      const { rows } = await h.db.query<{ state: string; n: number; last_error: string }>(
+        `SELECT d.state, count(*)::int AS n, max(d.last_error) AS last_error FROM deliveries d
+           JOIN endpoints e ON e.id = d.endpoint_id WHERE e.url = $1 GROUP BY d.state`,
+        [hanging.url],
+      );
+      // Nothing is lost: the 4 aborted attempts are due again at once, the rest never left.
+      assert.deepEqual(rows.map((r) => [r.state, r.n]), [['pending', 20]]);
+      const aborted = await h.db.query<{ n: number }>(
+        `SELECT count(*)::int AS n FROM attempts a JOIN endpoints e ON e.id = a.endpoint_id
+          WHERE e.url = $1 AND a.error LIKE 'aborted: Herald shut down%'`,
+        [hanging.url],
+      );
+      assert.equal(aborted.rows[0]!.n, 4);
+    });
+  });
+
+  describe(`secret rotation [${engine}]`, () => {
+    let h: TestHerald;
+    let receiver: Receiver;
+    before(async () => {
+      h = await createTestHerald(engine);
+      receiver = await startReceiver();
+    });
+    after(async () => {
+      await h.close();
+      await receiver.close();
+    });
+
+    test('a rotation takes effect on the very next attempt, even a retry of an older event', async () => {
+      const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+      receiver.respond((_r, i) => (i === 0 ? { status: 503 } : { status: 200 }));
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 7 } });
+      await h.dispatcher.tick();
+      const { secret } = await rotateSecret(h.deps, h.accountId, ep.json.id);
+      assert.notEqual(secret, ep.json.secret);
+      h.clock.advance(5 * 60_000);
+      await h.dispatcher.tick();
+      const [first, second] = receiver.requests;
+      const sig = (r: typeof first, s: string) => opensslSignature(s, String(r!.headers['x-service-timestamp']), r!.body);
+      assert.equal(first!.headers['x-service-signature'], sig(first, ep.json.secret));
+      assert.equal(second!.headers['x-service-signature'], sig(second, secret));
+      assert.notEqual(second!.headers['x-service-signature'], sig(second, ep.json.secret));
+    });
+  });
+
+  describe(`attempt log retention [${engine}]`, () => {
+    test('pruning keeps the newest 100 attempts of each endpoint', async () => {
+      const h = await createTestHerald(engine);
+      const receiver = await startReceiver();
+      try {
+        const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+        const events = Array.from({ length: 120 }, (_, i) => ({ type: 'shipment.created', data: { id: i } }));
+        await h.api('POST', '/v1/events/batch', { events });
+        // Each tick sends at most 8 (the per-endpoint cap); a second apart, so the order is clear.
+        for (let i = 0; i < 15; i++) {
+          await h.dispatcher.tick();
+          h.clock.advance(1000);
+        }
+        const count = async () =>
+          (await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts WHERE endpoint_id = $1', [ep.json.id])).rows[0]!.n;
+        assert.equal(await count(), 120);
+        assert.equal(await h.dispatcher.pruneAttempts(), 20);
+        assert.equal(await count(), 100);
+        const oldest = await h.db.query<{ started_at: Date }>('SELECT min(started_at) AS started_at FROM attempts WHERE endpoint_id = $1', [ep.json.id]);
+        assert.ok(oldest.rows[0]!.started_at.getTime() > new Date('2026-11-20T08:00:00.000Z').getTime());
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
+  });
+}

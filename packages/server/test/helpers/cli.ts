@@ -1,0 +1,99 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { after } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+/** The server package folder: the CLI runs from here, as `npm start` does. */
+export const SERVER_DIR = fileURLToPath(new URL('../../', import.meta.url));
+const CLI_ARGS = ['--conditions=source', '--import', 'tsx', 'src/cli/index.ts'];
+
+const children = new Set<ChildProcess>();
+// Whatever a test did, no Herald it started outlives the file.
+after(() => {
+  for (const child of children) child.kill('SIGKILL');
+});
+
+/** The environment without any Herald setting of the caller's, plus `extra`. */
+export function cleanEnv(extra: Record<string, string> = {}): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (!k.startsWith('HERALD_') && k !== 'DATABASE_URL' && k !== 'INIT_CWD') env[k] = v;
+  }
+  return { ...env, ...extra };
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs one CLI command to completion. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliResult> {
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (c: Buffer) => (stdout += c.toString()));
+  child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
+  const code = await new Promise<number | null>((resolve, reject) => {
+    child.once('error', reject);
+    child.once('close', (c) => resolve(c));
+  });
+  children.delete(child);
+  return { code, stdout, stderr };
+}
+
+export interface RunningHerald {
+  url: string;
+  child: ChildProcess;
+  stderr(): string;
+  /** SIGTERM, then the exit code once it has shut down. */
+  stop(): Promise<number | null>;
+}
+
+/**
+ * Starts `herald start --port 0` and resolves once it prints where its API
+ * listens (after the database is open and the admin socket is up); rejects
+ * with its output if it exits first.
+ */
+export function startHerald(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<RunningHerald> {
+  const child = spawn(process.execPath, [...CLI_ARGS, 'start', '--port', '0', '--log-level', 'warn', ...args], {
+    cwd: SERVER_DIR,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children.add(child);
+  let stderr = '';
+  child.stdout!.resume();
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`herald start exited with ${code} before listening:\n${stderr}`));
+    child.once('exit', onExit);
+    child.once('error', reject);
+    child.stderr!.on('data', (c: Buffer) => {
+      stderr += c.toString();
+      const match = /API: (http:\/\/\S+)/.exec(stderr);
+      if (!match) return;
+      child.off('exit', onExit);
+      child.stderr!.removeAllListeners('data');
+      child.stderr!.on('data', (more: Buffer) => (stderr += more.toString()));
+      resolve({
+        url: match[1]!,
+        child,
+        stderr: () => stderr,
+        async stop() {
+          child.kill('SIGTERM');
+          const code = await exited(child);
+          children.delete(child);
+          return code;
+        },
+      });
+    });
+  });
+}
