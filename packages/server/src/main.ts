@@ -8,6 +8,7 @@ import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
 import { openStorage, prepareDatabase } from './storage/open.ts';
+import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
 export interface Herald {
   /** Where the API listens (absent for `--role worker`). */
@@ -31,6 +32,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const closers: Array<() => Promise<unknown>> = [];
   try {
     await prepareDatabase(storage.db);
+    if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
     const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator() };
 
     let app: FastifyInstance | undefined;

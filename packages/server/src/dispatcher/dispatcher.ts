@@ -150,9 +150,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function launch(claim: Claim, report?: TickReport): void {
     inFlight += 1;
     inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
+    // The slot is held until the result is written: leased work never exceeds the caps.
     const task = attempt(claim)
-      .then((finished) => {
-        recorder.push(finished);
+      .then(async (finished) => {
+        await recorder.push(finished);
         if (report) {
           const s = finished.update.state;
           if (s === 'succeeded') report.succeeded += 1;

@@ -50,7 +50,7 @@ export function streakChanges(applied: ReadonlyArray<{ endpointId: string; state
  * results stay queued meanwhile.
  */
 export function createRecorder(options: RecorderOptions) {
-  let queue: Finished[] = [];
+  let queue: Array<{ finished: Finished; done: () => void }> = [];
   let flushing: Promise<void> | undefined;
   const touched = new Set<string>();
 
@@ -75,8 +75,9 @@ export function createRecorder(options: RecorderOptions) {
     while (queue.length > 0) {
       const batch = queue.slice(0, 1000);
       try {
-        await writeBatch(batch);
+        await writeBatch(batch.map((q) => q.finished));
         queue = queue.slice(batch.length);
+        for (const q of batch) q.done();
         failures = 0;
       } catch (err) {
         options.onError?.(err);
@@ -96,9 +97,11 @@ export function createRecorder(options: RecorderOptions) {
   }
 
   return {
-    push(finished: Finished): void {
-      queue.push(finished);
+    /** Queues a result; resolves once it is written. */
+    push(finished: Finished): Promise<void> {
+      const written = new Promise<void>((done) => queue.push({ finished, done }));
       void flush().catch((err) => options.onError?.(err));
+      return written;
     },
     /** Resolves when everything pushed so far is written. */
     async idle(): Promise<void> {

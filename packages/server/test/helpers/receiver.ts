@@ -12,7 +12,7 @@ export interface ReceivedRequest {
 
 /** What the receiver does with a request: answer, never answer, or drop the connection. */
 export type Behaviour =
-  | { status: number; headers?: Record<string, string>; body?: string | Buffer }
+  | { status: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number }
   | { hang: true }
   | { destroy: true };
 
@@ -22,6 +22,8 @@ export interface Receiver {
   requests: ReceivedRequest[];
   /** Resolves once `n` requests have arrived in total. */
   received(n: number): Promise<void>;
+  /** Resolves once `check` holds for the requests received so far. */
+  until(check: (requests: ReceivedRequest[]) => boolean): Promise<void>;
   /** Replaces the behaviour; requests already answered keep theirs. */
   respond(behaviour: Behaviour | ((req: ReceivedRequest, index: number) => Behaviour)): void;
   close(): Promise<void>;
@@ -36,14 +38,14 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
   const hanging = new Set<ServerResponse>();
-  const waiters: Array<{ n: number; resolve: () => void }> = [];
+  const waiters: Array<{ check: (r: ReceivedRequest[]) => boolean; resolve: () => void }> = [];
   const server: Server = createServer({ key: TLS.key, cert: options.cert ?? TLS.cert }, (req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const received: ReceivedRequest = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
       requests.push(received);
-      for (const w of waiters.filter((w) => requests.length >= w.n)) {
+      for (const w of waiters.filter((w) => w.check(requests))) {
         waiters.splice(waiters.indexOf(w), 1);
         w.resolve();
       }
@@ -56,8 +58,12 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
         req.socket.destroy();
         return;
       }
-      res.writeHead(b.status, b.headers);
-      res.end(b.body);
+      const answer = () => {
+        res.writeHead(b.status, b.headers);
+        res.end(b.body);
+      };
+      if (b.delayMs) setTimeout(answer, b.delayMs);
+      else answer();
     });
   });
   server.on('connection', (s: Socket) => {
@@ -75,8 +81,11 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
     port,
     requests,
     received(n) {
-      if (requests.length >= n) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ n, resolve }));
+      return this.until((r) => r.length >= n);
+    },
+    until(check) {
+      if (check(requests)) return Promise.resolve();
+      return new Promise((resolve) => waiters.push({ check, resolve }));
     },
     respond(b) {
       behave = typeof b === 'function' ? b : () => b;

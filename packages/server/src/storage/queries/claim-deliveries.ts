@@ -65,3 +65,18 @@ export async function nextDueAt(db: Queryable): Promise<Date | undefined> {
   const { rows } = await db.query<{ at: Date | null }>(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE state = 'pending'`);
   return rows[0]?.at ?? undefined;
 }
+
+/**
+ * Ends every lease at once. Only for the embedded engine at start-up: the
+ * data-directory lock proves no other process holds any of them, so leases
+ * left behind belong to a process that died.
+ */
+export async function releaseAllLeases(db: Queryable, now: Date): Promise<number> {
+  return (
+    await db.query(
+      `UPDATE deliveries SET next_attempt_at = $1, lease_token = NULL
+        WHERE state = 'pending' AND lease_token IS NOT NULL AND next_attempt_at > $1`,
+      [now],
+    )
+  ).rowCount;
+}
