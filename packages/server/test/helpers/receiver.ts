@@ -74,19 +74,18 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
+  function until(check: (r: ReceivedRequest[]) => boolean): Promise<void> {
+    if (check(requests)) return Promise.resolve();
+    return new Promise((resolve) => waiters.push({ check, resolve }));
+  }
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   const { port } = server.address() as AddressInfo;
   return {
     url: `https://localhost:${port}${options.path ?? '/webhooks'}`,
     port,
     requests,
-    received(n) {
-      return this.until((r) => r.length >= n);
-    },
-    until(check) {
-      if (check(requests)) return Promise.resolve();
-      return new Promise((resolve) => waiters.push({ check, resolve }));
-    },
+    received: (n) => until((r) => r.length >= n),
+    until,
     respond(b) {
       behave = typeof b === 'function' ? b : () => b;
     },

@@ -1,0 +1,177 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { cleanEnv, runCli, startHerald, type RunningHerald } from './helpers/cli.ts';
+import { createScratchPostgres } from './helpers/engines.ts';
+import { alarmData } from './helpers/herald.ts';
+
+async function call(base: string, method: string, path: string, key: string, body?: unknown) {
+  const res = await fetch(`${base}${path}`, {
+    method,
+    headers: { authorization: `Bearer ${key}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+    body: body ? JSON.stringify(body) : undefined,
+  });
+  const text = await res.text();
+  return { status: res.status, json: text ? JSON.parse(text) : undefined };
+}
+
+/** The operator's path: create an account and a key with the CLI, then use the key on the running API. */
+function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: string[]) => ReturnType<typeof runCli>; tmp: string }) {
+  let accountId: string;
+  let key: string;
+  let keyId: string;
+
+  test('accounts create prints the new account; accounts list shows it', async () => {
+    const { cli } = setup();
+    const created = await cli(['--json', 'accounts', 'create', '--name', 'Acme Logistics']);
+    assert.equal(created.code, 0, created.stderr);
+    const account = JSON.parse(created.stdout);
+    assert.equal(account.name, 'Acme Logistics');
+    accountId = account.id;
+
+    const plain = await cli(['accounts', 'list']);
+    assert.equal(plain.code, 0, plain.stderr);
+    assert.match(plain.stdout, new RegExp(`${accountId}  Acme Logistics`));
+  });
+
+  test('keys create prints the key once; it works against the running API at once', async () => {
+    const { cli, herald } = setup();
+    const created = await cli(['--json', 'keys', 'create', '--account', accountId, '--name', 'ci']);
+    assert.equal(created.code, 0, created.stderr);
+    const result = JSON.parse(created.stdout);
+    key = result.key;
+    keyId = result.id;
+    assert.match(key, /^hk_[A-Za-z0-9]{8}_[A-Za-z0-9_-]{32}$/);
+
+    const list = await call(herald.url, 'GET', '/v1/endpoints', key);
+    assert.equal(list.status, 200);
+    assert.deepEqual(list.json, { data: [], next_cursor: null });
+    const endpoint = await call(herald.url, 'POST', '/v1/endpoints', key, { url: 'https://hooks.example.com/herald', event_types: ['alarm.created'] });
+    assert.equal(endpoint.status, 201);
+    const event = await call(herald.url, 'POST', '/v1/events', key, { type: 'alarm.created', data: alarmData() });
+    assert.equal(event.status, 202);
+    const got = await call(herald.url, 'GET', `/v1/events/${event.json.id}`, key);
+    assert.equal(got.json.deliveries.length, 1);
+
+    const keys = await cli(['keys', 'list', '--account', accountId]);
+    assert.equal(keys.code, 0, keys.stderr);
+    assert.match(keys.stdout, new RegExp(`${keyId}  ${key.slice(0, 11)}  ci`));
+    assert.ok(!keys.stdout.includes(key), 'the key itself is never listed');
+  });
+
+  test('event-types add puts a type in the running catalog', async () => {
+    const { cli, herald, tmp } = setup();
+    const schema = join(tmp, 'container-sealed.json');
+    writeFileSync(schema, JSON.stringify({ type: 'object', required: ['seal'], properties: { seal: { type: 'string' } } }));
+    const added = await cli(['event-types', 'add', 'container.sealed', '--description', 'A container was sealed', '--schema', schema]);
+    assert.equal(added.code, 0, added.stderr);
+    const listed = await cli(['event-types', 'list']);
+    assert.match(listed.stdout, /container\.sealed {2}A container was sealed/);
+    assert.match(listed.stdout, /alarm\.created {2}\(built in\)/);
+
+    const ok = await call(herald.url, 'POST', '/v1/events', key, { type: 'container.sealed', data: { seal: 'S-1' } });
+    assert.equal(ok.status, 202);
+    const bad = await call(herald.url, 'POST', '/v1/events', key, { type: 'container.sealed', data: {} });
+    assert.equal(bad.status, 400);
+    assert.equal(bad.json.errors[0].field, 'data.seal');
+
+    const again = await cli(['event-types', 'add', 'container.sealed']);
+    assert.notEqual(again.code, 0);
+    assert.match(again.stderr, /already exists/);
+  });
+
+  test('errors say what to fix and exit non-zero', async () => {
+    const { cli } = setup();
+    const noAccount = await cli(['keys', 'create', '--account', '00000000-0000-4000-8000-000000000000']);
+    assert.notEqual(noAccount.code, 0);
+    assert.match(noAccount.stderr, /herald: no account with id .*herald accounts list/);
+    const noName = await cli(['accounts', 'create']);
+    assert.notEqual(noName.code, 0);
+    assert.match(noName.stderr, /--name/);
+    const badType = await cli(['event-types', 'add', 'Container Sealed']);
+    assert.notEqual(badType.code, 0);
+    assert.match(badType.stderr, /lowercase dotted words/);
+  });
+
+  test('keys revoke takes effect on the running API at once', async () => {
+    const { cli, herald } = setup();
+    const revoked = await cli(['keys', 'revoke', key.slice(0, 11)]);
+    assert.equal(revoked.code, 0, revoked.stderr);
+    assert.match(revoked.stdout, /revoked/);
+    const res = await call(herald.url, 'GET', '/v1/endpoints', key);
+    assert.equal(res.status, 401);
+    assert.equal(res.json.code, 'unauthorized');
+  });
+}
+
+describe('CLI operator commands reach a running Herald on the embedded database through its admin socket', () => {
+  let dir: string;
+  let herald: RunningHerald;
+  const cli = (args: string[]) => runCli([...args, '--data-dir', dir]);
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+    herald = await startHerald(['--data-dir', dir]);
+  });
+  after(async () => {
+    await herald?.stop();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  operatorScenario(() => ({ herald, cli, tmp: dir }));
+
+  test('HERALD_DATA_DIR works as well as --data-dir', async () => {
+    const res = await runCli(['accounts', 'list'], cleanEnv({ HERALD_DATA_DIR: dir }));
+    assert.equal(res.code, 0, res.stderr);
+    assert.match(res.stdout, /Acme Logistics/);
+  });
+});
+
+describe('CLI operator commands on an embedded database that no Herald holds', () => {
+  test('run on the database directly; a Herald started afterwards sees the account and key', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
+    try {
+      const account = await runCli(['--json', 'accounts', 'create', '--name', 'Offline Co', '--data-dir', dir]);
+      assert.equal(account.code, 0, account.stderr);
+      const { id } = JSON.parse(account.stdout);
+      const key = await runCli(['--json', 'keys', 'create', '--account', id, '--data-dir', dir]);
+      assert.equal(key.code, 0, key.stderr);
+      const herald = await startHerald(['--data-dir', dir]);
+      try {
+        assert.equal((await call(herald.url, 'GET', '/v1/endpoints', JSON.parse(key.stdout).key)).status, 200);
+      } finally {
+        assert.equal(await herald.stop(), 0);
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('CLI operator commands on PostgreSQL while Herald runs on it', { skip: !process.env.HERALD_TEST_DATABASE_URL && 'HERALD_TEST_DATABASE_URL is not set' }, () => {
+  let scratch: { url: string; drop(): Promise<void> };
+  let herald: RunningHerald;
+  let env: NodeJS.ProcessEnv;
+  let tmp: string;
+  before(async () => {
+    scratch = await createScratchPostgres();
+    tmp = mkdtempSync(join(tmpdir(), 'herald-cli-pg-'));
+    env = cleanEnv({ DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: randomBytes(32).toString('base64'), HERALD_DATA_DIR: join(tmp, 'unused') });
+    herald = await startHerald([], env);
+  });
+  after(async () => {
+    await herald?.stop();
+    await scratch?.drop();
+    rmSync(tmp, { recursive: true, force: true });
+  });
+
+  operatorScenario(() => ({ herald, cli: (args) => runCli(args, env), tmp }));
+
+  test('without HERALD_ENCRYPTION_KEY, start is refused naming the setting', async () => {
+    const res = await runCli(['start', '--port', '0'], cleanEnv({ DATABASE_URL: scratch.url }));
+    assert.notEqual(res.code, 0);
+    assert.match(res.stderr, /herald: HERALD_ENCRYPTION_KEY: is required with DATABASE_URL/);
+  });
+});

@@ -1,0 +1,134 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join, resolve } from 'node:path';
+import { DEFAULT_RETRY, loadConfig } from '../src/config.ts';
+import { ConfigError } from '../src/errors.ts';
+
+const KEY = Buffer.alloc(32, 1).toString('base64');
+
+function refused(env: Record<string, string>, setting: string, flags = {}): void {
+  assert.throws(
+    () => loadConfig({ env, flags }),
+    (err: unknown) => {
+      assert.ok(err instanceof ConfigError, `a ConfigError, got ${String(err)}`);
+      assert.equal(err.setting, setting);
+      assert.ok(err.message.startsWith(`${setting}: `), `the message names ${setting}: ${err.message}`);
+      return true;
+    },
+  );
+}
+
+describe('config', () => {
+  test('defaults: embedded database in ./data, port 8080, SPEC.md limits', () => {
+    const c = loadConfig({ env: {} });
+    assert.equal(c.role, 'all');
+    assert.equal(c.host, '127.0.0.1');
+    assert.equal(c.port, 8080);
+    assert.equal(c.dataDir, resolve('data'));
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.encryptionKey, undefined);
+    assert.equal(c.logLevel, 'info');
+    assert.equal(c.maxBodyBytes, 1024 * 1024);
+    assert.equal(c.dispatcher.requestTimeoutMs, 10_000);
+    assert.equal(c.dispatcher.disableAfter, 20);
+    assert.equal(c.dispatcher.retry.maxRetries, 6);
+    assert.deepEqual({ ...c.dispatcher.retry }, { ...DEFAULT_RETRY });
+  });
+
+  test('environment values are read and flags win over them', () => {
+    const c = loadConfig({
+      env: {
+        HERALD_ROLE: 'worker',
+        HERALD_HOST: '0.0.0.0',
+        HERALD_PORT: '9000',
+        HERALD_DATA_DIR: '/var/lib/herald',
+        DATABASE_URL: 'postgres://herald@db:5432/herald',
+        HERALD_ENCRYPTION_KEY: KEY,
+        HERALD_LOG_LEVEL: 'warn',
+        HERALD_MAX_BODY_BYTES: '2048',
+        HERALD_CONCURRENCY: '64',
+        HERALD_ENDPOINT_CONCURRENCY: '4',
+        HERALD_LEASE_MS: '30000',
+        HERALD_POLL_MS: '250',
+        HERALD_RETRY_BASE_MS: '10',
+        HERALD_RETRY_FACTOR: '2.5',
+        HERALD_RETRY_CAP_MS: '1000',
+        HERALD_RETRY_JITTER: '0',
+      },
+      flags: { role: 'api', port: '0', logLevel: 'debug' },
+    });
+    assert.equal(c.role, 'api');
+    assert.equal(c.port, 0);
+    assert.equal(c.logLevel, 'debug');
+    assert.equal(c.host, '0.0.0.0');
+    assert.equal(c.dataDir, '/var/lib/herald');
+    assert.equal(c.databaseUrl, 'postgres://herald@db:5432/herald');
+    assert.ok(c.encryptionKey?.equals(Buffer.alloc(32, 1)));
+    assert.equal(c.maxBodyBytes, 2048);
+    assert.deepEqual(
+      [c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.leaseMs, c.dispatcher.pollMs],
+      [64, 4, 30_000, 250],
+    );
+    assert.deepEqual({ ...c.dispatcher.retry }, { baseMs: 10, factor: 2.5, capMs: 1000, jitter: 0, maxRetries: 6 });
+  });
+
+  test('a relative data directory is taken from where npm was started (INIT_CWD), else the working directory', () => {
+    assert.equal(loadConfig({ env: { INIT_CWD: '/home/ops/herald' } }).dataDir, '/home/ops/herald/data');
+    assert.equal(loadConfig({ env: { INIT_CWD: '/home/ops/herald', HERALD_DATA_DIR: 'store' } }).dataDir, '/home/ops/herald/store');
+    assert.equal(loadConfig({ env: { INIT_CWD: '/home/ops/herald' }, flags: { dataDir: '/srv/h' } }).dataDir, '/srv/h');
+    assert.equal(loadConfig({ env: { HERALD_DATA_DIR: 'store' } }).dataDir, join(process.cwd(), 'store'));
+  });
+
+  test('the result is frozen, all the way down', () => {
+    const c = loadConfig({ env: {} });
+    assert.ok(Object.isFrozen(c) && Object.isFrozen(c.dispatcher) && Object.isFrozen(c.dispatcher.retry));
+  });
+
+  const bad: Array<[string, Record<string, string>, string]> = [
+    ['port not a number', { HERALD_PORT: 'eighty' }, '--port / HERALD_PORT'],
+    ['port out of range', { HERALD_PORT: '70000' }, '--port / HERALD_PORT'],
+    ['negative port', { HERALD_PORT: '-1' }, '--port / HERALD_PORT'],
+    ['unknown role', { HERALD_ROLE: 'boss' }, '--role / HERALD_ROLE'],
+    ['unknown log level', { HERALD_LOG_LEVEL: 'loud' }, '--log-level / HERALD_LOG_LEVEL'],
+    ['body limit too small', { HERALD_MAX_BODY_BYTES: '10' }, 'HERALD_MAX_BODY_BYTES'],
+    ['fractional concurrency', { HERALD_CONCURRENCY: '1.5' }, 'HERALD_CONCURRENCY'],
+    ['zero concurrency', { HERALD_CONCURRENCY: '0' }, 'HERALD_CONCURRENCY'],
+    ['endpoint concurrency above the total', { HERALD_CONCURRENCY: '8', HERALD_ENDPOINT_CONCURRENCY: '9' }, 'HERALD_ENDPOINT_CONCURRENCY'],
+    ['lease too short', { HERALD_LEASE_MS: '1000' }, 'HERALD_LEASE_MS'],
+    ['poll not a number', { HERALD_POLL_MS: 'often' }, 'HERALD_POLL_MS'],
+    ['retry base zero', { HERALD_RETRY_BASE_MS: '0' }, 'HERALD_RETRY_BASE_MS'],
+    ['retry factor below one', { HERALD_RETRY_FACTOR: '0.5' }, 'HERALD_RETRY_FACTOR'],
+    ['retry factor not a number', { HERALD_RETRY_FACTOR: 'fast' }, 'HERALD_RETRY_FACTOR'],
+    ['retry cap not a number', { HERALD_RETRY_CAP_MS: '1d' }, 'HERALD_RETRY_CAP_MS'],
+    ['jitter above one half', { HERALD_RETRY_JITTER: '0.9' }, 'HERALD_RETRY_JITTER'],
+    ['encryption key too short', { HERALD_ENCRYPTION_KEY: Buffer.alloc(16).toString('base64') }, 'HERALD_ENCRYPTION_KEY'],
+    ['encryption key not base64 of 32 bytes', { HERALD_ENCRYPTION_KEY: 'correct horse battery staple' }, 'HERALD_ENCRYPTION_KEY'],
+    ['database URL not a URL', { DATABASE_URL: 'localhost:5432', HERALD_ENCRYPTION_KEY: KEY }, 'DATABASE_URL'],
+    ['database URL of another database', { DATABASE_URL: 'mysql://root@db/herald', HERALD_ENCRYPTION_KEY: KEY }, 'DATABASE_URL'],
+  ];
+  for (const [what, env, setting] of bad) {
+    test(`refused, naming ${setting}: ${what}`, () => refused(env, setting));
+  }
+
+  test('a bad flag is refused with the flag named', () => {
+    refused({}, '--port / HERALD_PORT', { port: 'x' });
+    refused({}, '--role / HERALD_ROLE', { role: 'everything' });
+  });
+
+  test('DATABASE_URL without HERALD_ENCRYPTION_KEY is refused, and the message says how to make a key', () => {
+    for (const url of ['postgres://herald@db:5432/herald', 'postgresql://herald@db/herald']) {
+      assert.throws(
+        () => loadConfig({ env: { DATABASE_URL: url } }),
+        (err: unknown) => err instanceof ConfigError && err.setting === 'HERALD_ENCRYPTION_KEY' && /DATABASE_URL/.test(err.message) && /openssl rand -base64 32/.test(err.message),
+      );
+    }
+    assert.equal(loadConfig({ env: { DATABASE_URL: 'postgresql://herald@db/herald', HERALD_ENCRYPTION_KEY: KEY } }).databaseUrl, 'postgresql://herald@db/herald');
+  });
+
+  test('empty values count as unset', () => {
+    const c = loadConfig({ env: { HERALD_PORT: '', DATABASE_URL: '', HERALD_ENCRYPTION_KEY: '', HERALD_ROLE: '' } });
+    assert.equal(c.port, 8080);
+    assert.equal(c.databaseUrl, undefined);
+    assert.equal(c.role, 'all');
+  });
+});

@@ -1,0 +1,86 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { BUILTIN_EVENT_TYPES } from '../src/core/event-types.ts';
+import { loadMigrations, splitStatements } from '../src/storage/migrate.ts';
+import { prepareDatabase } from '../src/storage/open.ts';
+import { createTestDb, ENGINES } from './helpers/engines.ts';
+import { createEmptyDb, type EmptyDb } from './helpers/fresh-db.ts';
+
+const TABLES = ['accounts', 'api_keys', 'attempts', 'deliveries', 'endpoints', 'event_types', 'events', 'herald_migrations'];
+
+test('migration files are numbered 001, 002, … without gaps and split into statements', async () => {
+  const migrations = await loadMigrations();
+  assert.ok(migrations.length >= 1);
+  assert.deepEqual(
+    migrations.map((m) => m.version),
+    migrations.map((_, i) => i + 1),
+  );
+  for (const m of migrations) {
+    const statements = splitStatements(m.sql);
+    assert.ok(statements.length > 0, `${m.name} has statements`);
+    for (const s of statements) assert.ok(!s.includes('--'), 'comments are stripped');
+  }
+});
+
+for (const engine of ENGINES) {
+  describe(`migrations are applied once [${engine}]`, () => {
+    let empty: EmptyDb;
+    before(async () => {
+      empty = await createEmptyDb(engine);
+    });
+    after(async () => {
+      await empty.close();
+    });
+
+    test('the first run applies every migration, the second applies nothing and changes nothing', async () => {
+      const all = (await loadMigrations()).map((m) => m.version);
+      assert.deepEqual(await prepareDatabase(empty.db), all);
+
+      const tables = await empty.db.query<{ table_name: string }>(
+        `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
+      );
+      assert.deepEqual(tables.rows.map((r) => r.table_name), TABLES);
+      const types = await empty.db.query<{ name: string; builtin: boolean }>('SELECT name, builtin FROM event_types ORDER BY name');
+      assert.deepEqual(
+        types.rows,
+        BUILTIN_EVENT_TYPES.map((t) => ({ name: t.name, builtin: true })).sort((a, b) => a.name.localeCompare(b.name)),
+      );
+
+      assert.deepEqual(await prepareDatabase(empty.db), []);
+      const recorded = await empty.db.query<{ version: number }>('SELECT version FROM herald_migrations ORDER BY version');
+      assert.deepEqual(recorded.rows.map((r) => r.version), all);
+      assert.equal((await empty.db.query('SELECT name FROM event_types')).rowCount, BUILTIN_EVENT_TYPES.length);
+    });
+
+    test('a database made from the migrated template needs nothing', async () => {
+      const db = await createTestDb(engine);
+      try {
+        assert.deepEqual(await prepareDatabase(db), []);
+      } finally {
+        await db.close();
+      }
+    });
+  });
+
+  describe(`concurrent migrate [${engine}]`, () => {
+    let empty: EmptyDb;
+    before(async () => {
+      empty = await createEmptyDb(engine);
+    });
+    after(async () => {
+      await empty.close();
+    });
+
+    test('two processes starting at once on an empty database apply each migration exactly once', async () => {
+      // On PostgreSQL these are two pools (two sessions), as two Herald processes would be.
+      const other = await empty.connect();
+      const runs = await Promise.all([prepareDatabase(empty.db), prepareDatabase(other), prepareDatabase(other)]);
+      const all = (await loadMigrations()).map((m) => m.version);
+      assert.deepEqual(runs.flat().sort(), all, `applied once in all: ${JSON.stringify(runs)}`);
+      assert.equal(runs.filter((r) => r.length > 0).length, 1, 'one run applied them, the others found them done');
+      const recorded = await empty.db.query<{ version: number }>('SELECT version FROM herald_migrations ORDER BY version');
+      assert.deepEqual(recorded.rows.map((r) => r.version), all);
+      assert.equal((await empty.db.query('SELECT name FROM event_types')).rowCount, BUILTIN_EVENT_TYPES.length);
+    });
+  });
+}
