@@ -73,6 +73,9 @@ export function createRecorder(options: RecorderOptions) {
   async function drain(): Promise<void> {
     let failures = 0;
     while (queue.length > 0) {
+      // Let pending I/O land first: PGlite runs queries on this thread, so
+      // without this turn of the event loop results would go one at a time.
+      await new Promise((r) => setImmediate(r));
       const batch = queue.slice(0, 1000);
       try {
         await writeBatch(batch.map((q) => q.finished));

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
-import { fanOutEvent, notifyDeliveries } from '../storage/queries/deliveries.ts';
-import { getEventTypes } from '../storage/queries/event-types.ts';
-import { getEvent, insertEventIfNew, type EventRow } from '../storage/queries/events.ts';
+import { catalogTypes } from './catalog.ts';
+import { getEvents, insertEventsWithDeliveries, type EventRow } from '../storage/queries/events.ts';
+import type { Queryable } from '../storage/db.ts';
 import type { ServiceDeps } from './deps.ts';
 
 export interface EventInput {
@@ -32,7 +32,7 @@ interface Checked {
 /** Validates every input before anything is written; errors name the field (`events[2].data.severity`). */
 async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number) => string): Promise<Checked[]> {
   const names = [...new Set(inputs.map((e) => e.type).filter((t): t is string => typeof t === 'string'))];
-  const types = new Map((await getEventTypes(deps.db, names)).map((t) => [t.name, t]));
+  const types = await catalogTypes(deps.db, names);
   const errors: FieldError[] = [];
   const checked: Checked[] = [];
   inputs.forEach((input, i) => {
@@ -81,35 +81,43 @@ export async function publishEvents(
 ): Promise<PublishedEvent[]> {
   const checked = await check(deps, inputs, (i) => (options.batch ? `events[${i}].` : ''));
   const now = deps.clock();
-  return deps.db.transaction(async (tx) => {
-    const results: PublishedEvent[] = new Array(checked.length);
-    let pending = 0;
-    // Rows are written in id order, whatever the order of the batch, so two
-    // batches that share ids wait for each other instead of deadlocking (which
-    // PostgreSQL would resolve by failing one of them). Results keep the input order.
-    const order = [...checked.keys()].sort((a, b) => (checked[a]!.id < checked[b]!.id ? -1 : checked[a]!.id > checked[b]!.id ? 1 : a - b));
-    for (const i of order) {
-      const e = checked[i]!;
-      const body = serialiseEnvelope({ id: e.id, type: e.type, created_at: now.toISOString(), data: e.data });
-      const row = await insertEventIfNew(tx, { accountId, id: e.id, type: e.type, createdAt: now, body, requestHash: e.hash });
-      if (row) {
-        pending += await fanOutEvent(tx, { accountId, eventId: e.id, type: e.type, now });
-        results[i] = toPublished(row, false);
-        continue;
+  const createdAt = now.toISOString();
+  // Rows are written in id order, whatever the order of the batch, so two
+  // batches that share ids wait for each other instead of deadlocking (which
+  // PostgreSQL would resolve by failing one of them). Results keep the input order.
+  const sorted = [...checked].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const rows = sorted.map((e) => ({
+    id: e.id,
+    type: e.type,
+    body: serialiseEnvelope({ id: e.id, type: e.type, created_at: createdAt, data: e.data }),
+    requestHash: e.hash,
+  }));
+  const store = async (db: Queryable): Promise<PublishedEvent[]> => {
+    const inserted = await insertEventsWithDeliveries(db, { accountId, now, events: rows });
+    const others = checked.filter((e) => !inserted.has(e.id)).map((e) => e.id);
+    const existing = new Map(others.length ? (await getEvents(db, accountId, others)).map((r) => [r.id, r]) : []);
+    const firstIndexOf = new Map<string, number>();
+    checked.forEach((e, i) => firstIndexOf.has(e.id) || firstIndexOf.set(e.id, i));
+    return checked.map((e, i) => {
+      if (inserted.has(e.id)) {
+        // The same id twice in one batch: the first is new, the second a replay of it.
+        const firstIndex = firstIndexOf.get(e.id)!;
+        if (firstIndex !== i && !checked[firstIndex]!.hash.equals(e.hash)) throw conflict(e.id, i, options.batch);
+        return { id: e.id, type: e.type, created_at: createdAt, duplicate: firstIndex !== i };
       }
-      const existing = await getEvent(tx, accountId, e.id);
-      if (!existing) throw new Error(`event ${e.id} neither inserted nor found`);
-      if (!existing.request_hash.equals(e.hash)) {
-        const at = options.batch ? `events[${i}].id` : 'id';
-        throw new HeraldError(
-          'event_id_conflict',
-          `${at}: event ${e.id} was already published with a different type or data; use a new id for a new event`,
-          { errors: [{ field: at, message: 'already used with a different body' }] },
-        );
-      }
-      results[i] = toPublished(existing, true);
-    }
-    if (pending > 0) await notifyDeliveries(tx);
-    return results;
+      const row = existing.get(e.id);
+      if (!row) throw new Error(`event ${e.id} neither inserted nor found`);
+      if (!row.request_hash.equals(e.hash)) throw conflict(e.id, i, options.batch);
+      return toPublished(row, true);
+    });
+  };
+  // A batch is all or nothing, so a conflict found after the insert must undo it.
+  return checked.length > 1 ? deps.db.transaction(store) : store(deps.db);
+}
+
+function conflict(id: string, index: number, batch: boolean): HeraldError {
+  const at = batch ? `events[${index}].id` : 'id';
+  return new HeraldError('event_id_conflict', `${at}: event ${id} was already published with a different type or data; use a new id for a new event`, {
+    errors: [{ field: at, message: 'already used with a different body' }],
   });
 }

@@ -1,31 +1,5 @@
 import type { Queryable } from '../db.ts';
 
-export interface DueDelivery {
-  id: string;
-  endpoint_id: string;
-  attempts: number;
-}
-
-/**
- * Locks up to `limit` due deliveries, oldest due first, skipping rows other
- * workers hold and endpoints this worker has no room for. Runs inside the
- * claim transaction; the rows stay locked until it ends.
- */
-export async function selectDueForUpdate(
-  tx: Queryable,
-  p: { now: Date; limit: number; busyEndpoints: string[] },
-): Promise<DueDelivery[]> {
-  const { rows } = await tx.query<DueDelivery>(
-    `SELECT id, endpoint_id, attempts FROM deliveries
-      WHERE state = 'pending' AND next_attempt_at <= $1 AND NOT (endpoint_id = ANY ($2::uuid[]))
-      ORDER BY next_attempt_at
-      LIMIT $3
-      FOR UPDATE SKIP LOCKED`,
-    [p.now, p.busyEndpoints, p.limit],
-  );
-  return rows;
-}
-
 export interface ClaimedDelivery {
   id: string;
   account_id: string;
@@ -33,6 +7,8 @@ export interface ClaimedDelivery {
   endpoint_id: string;
   /** This attempt's number, counted at claim time. */
   attempts: number;
+  /** The count before this claim: at the maximum, the delivery is out of attempts. */
+  attempts_before: number;
   lease_token: number;
   type: string;
   body: Buffer;
@@ -42,20 +18,52 @@ export interface ClaimedDelivery {
 }
 
 /**
- * Leases the chosen deliveries: the attempt count rises now (a delivery that
- * kills its worker still runs out of attempts), next_attempt_at moves to the
- * end of the lease (the visibility timeout) and a new fencing token is drawn.
+ * Claims due deliveries in one statement (one round trip, no explicit
+ * transaction):
+ * - locks up to `scan` due rows, oldest first, skipping rows other workers
+ *   hold (SKIP LOCKED) and endpoints this worker has no room for;
+ * - keeps at most the room left per endpoint (the per-endpoint cap, given
+ *   this worker's in-flight counts) and `limit` in all;
+ * - leases them: the attempt count rises now (a delivery that kills its
+ *   worker still runs out of attempts), next_attempt_at moves to the end of
+ *   the lease (the visibility timeout), and a new fencing token is drawn.
  */
-export async function leaseDeliveries(tx: Queryable, p: { ids: string[]; now: Date; leaseUntil: Date; maxAttempts: number }): Promise<ClaimedDelivery[]> {
-  const { rows } = await tx.query<ClaimedDelivery>(
-    `UPDATE deliveries d
-        SET attempts = LEAST(d.attempts + 1, $4), lease_token = nextval('delivery_lease_token'),
-            next_attempt_at = $3, updated_at = $2
-       FROM events e, endpoints ep
-      WHERE d.id = ANY ($1::uuid[]) AND e.account_id = d.account_id AND e.id = d.event_id AND ep.id = d.endpoint_id
-      RETURNING d.id, d.account_id, d.event_id, d.endpoint_id, d.attempts, d.lease_token, e.type, e.body,
-                ep.url, ep.secret_encrypted, ep.enabled`,
-    [p.ids, p.now, p.leaseUntil, p.maxAttempts],
+export async function claimDeliveries(
+  db: Queryable,
+  p: {
+    now: Date;
+    limit: number;
+    scan: number;
+    leaseUntil: Date;
+    maxAttempts: number;
+    endpointCap: number;
+    inFlight: ReadonlyMap<string, number>;
+  },
+): Promise<ClaimedDelivery[]> {
+  const busy = [...p.inFlight].filter(([, n]) => n >= p.endpointCap).map(([id]) => id);
+  const { rows } = await db.query<ClaimedDelivery>(
+    `WITH due AS (
+       SELECT id, endpoint_id, attempts, next_attempt_at FROM deliveries
+        WHERE state = 'pending' AND next_attempt_at <= $1 AND NOT (endpoint_id = ANY ($2::uuid[]))
+        ORDER BY next_attempt_at
+        LIMIT $3
+        FOR UPDATE SKIP LOCKED
+     ), ranked AS (
+       SELECT due.id, due.attempts AS attempts_before,
+              row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at) AS rn,
+              $4::int - COALESCE(busy.n, 0) AS room
+         FROM due LEFT JOIN unnest($5::uuid[], $6::int[]) AS busy (endpoint_id, n) ON busy.endpoint_id = due.endpoint_id
+     ), chosen AS (
+       SELECT id, attempts_before FROM ranked WHERE rn <= room ORDER BY rn LIMIT $7
+     )
+     UPDATE deliveries d
+        SET attempts = LEAST(d.attempts + 1, $8), lease_token = nextval('delivery_lease_token'),
+            next_attempt_at = $9, updated_at = $1
+       FROM chosen, events e, endpoints ep
+      WHERE d.id = chosen.id AND e.account_id = d.account_id AND e.id = d.event_id AND ep.id = d.endpoint_id
+      RETURNING d.id, d.account_id, d.event_id, d.endpoint_id, d.attempts, chosen.attempts_before, d.lease_token,
+                e.type, e.body, ep.url, ep.secret_encrypted, ep.enabled`,
+    [p.now, busy, p.scan, p.endpointCap, [...p.inFlight.keys()], [...p.inFlight.values()], p.limit, p.maxAttempts, p.leaseUntil],
   );
   return rows;
 }

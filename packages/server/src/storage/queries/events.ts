@@ -27,3 +27,52 @@ export async function insertEventIfNew(
 export async function getEvent(db: Queryable, accountId: string, id: string): Promise<EventRow | undefined> {
   return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
+
+export interface NewEvent {
+  id: string;
+  type: string;
+  body: Buffer;
+  requestHash: Buffer;
+}
+
+/**
+ * Stores events and their deliveries in one statement: each new event gets
+ * one delivery per endpoint of the account subscribed to its type (`pending`
+ * when enabled, `skipped` when disabled), and idle dispatchers are notified
+ * when anything is pending. Ids already stored are left alone. Returns the
+ * ids it inserted. One round trip, atomic on its own; callers that must undo
+ * it on a later check run it inside a transaction.
+ */
+export async function insertEventsWithDeliveries(db: Queryable, p: { accountId: string; now: Date; events: readonly NewEvent[] }): Promise<Set<string>> {
+  const { rows } = await db.query<{ id: string }>(
+    `WITH ev AS (
+       INSERT INTO events (account_id, id, type, created_at, body, request_hash)
+       SELECT $1, v.id, v.type, $2, decode(v.body, 'base64'), decode(v.hash, 'base64')
+         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS v(id, type, body, hash, n)
+        ORDER BY v.n
+       ON CONFLICT (account_id, id) DO NOTHING
+       RETURNING id, type
+     ), dl AS (
+       INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END, $2, $2, $2
+         FROM ev JOIN endpoints ep ON ep.account_id = $1 AND ev.type = ANY (ep.event_types)
+       RETURNING state
+     ), wake AS (
+       SELECT pg_notify('${'herald_deliveries'}', '') FROM (SELECT 1 FROM dl WHERE state = 'pending' LIMIT 1) AS any_pending
+     )
+     SELECT ev.id, (SELECT count(*) FROM wake) AS notified FROM ev`,
+    [
+      p.accountId,
+      p.now,
+      p.events.map((e) => e.id),
+      p.events.map((e) => e.type),
+      p.events.map((e) => e.body.toString('base64')),
+      p.events.map((e) => e.requestHash.toString('base64')),
+    ],
+  );
+  return new Set(rows.map((r) => r.id));
+}
+
+export async function getEvents(db: Queryable, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
+  return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = ANY ($2::uuid[])`, [accountId, ids])).rows;
+}
