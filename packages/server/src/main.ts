@@ -1,4 +1,5 @@
 import type { FastifyInstance } from 'fastify';
+import { pino } from 'pino';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
@@ -54,7 +55,9 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     }
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
-      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log: app?.log });
+      // A worker-only process has no API logger; it gets one of its own, same format.
+      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
+      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());
