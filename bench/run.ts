@@ -1,0 +1,266 @@
+/**
+ * `npm run bench`: Herald on each engine, as a real process, against a real
+ * HTTPS receiver process on loopback. Prints ingest events/s, end-to-end
+ * deliveries/s, ingest-to-receipt latency p50/p99 under a steady rate, peak
+ * RSS, and the ceiling: the same receiver driven directly by undici at the
+ * same concurrency, with no database.
+ *
+ *   npm run bench -- --events 20000 --endpoints 10 --rate 1000 --seconds 10 --engines pglite,postgres
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { fileURLToPath } from 'node:url';
+import pg from 'pg';
+import { Agent, request } from 'undici';
+import { signSync } from '@herald/verify/node';
+import { logisticsEvents } from './workload.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    events: { type: 'string', default: '20000' },
+    endpoints: { type: 'string', default: '10' },
+    rate: { type: 'string', default: '1000' },
+    seconds: { type: 'string', default: '10' },
+    engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  },
+});
+const EVENTS = Number(opts.events);
+const ENDPOINTS = Number(opts.endpoints);
+const RATE = Number(opts.rate);
+const SECONDS = Number(opts.seconds);
+const ENDPOINT_CONCURRENCY = 16;
+
+const root = new URL('..', import.meta.url);
+const CLI = fileURLToPath(new URL('packages/server/src/cli/index.ts', root));
+const CA = fileURLToPath(new URL('packages/server/test/fixtures/tls/ca.pem', root));
+const nodeArgs = ['--conditions=source', '--import', 'tsx'];
+
+interface ReceiverStats {
+  count: number;
+  first: number;
+  last: number;
+  latencies: number[];
+}
+
+function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(): Promise<ReceiverStats>; reset(): void }> {
+  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs });
+  return new Promise((resolve) => {
+    child.once('message', (m: { port: number }) =>
+      resolve({
+        child,
+        port: m.port,
+        stats: () =>
+          new Promise((r) => {
+            child.once('message', (s) => r(s as ReceiverStats));
+            child.send({ cmd: 'stats' });
+          }),
+        reset: () => child.send({ cmd: 'reset' }),
+      }),
+    );
+  });
+}
+
+function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], {
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
+    stdio: ['ignore', 'inherit', 'pipe'],
+  });
+  let err = '';
+  return new Promise((resolve, reject) => {
+    child.stderr!.on('data', (c: Buffer) => {
+      err += c.toString();
+      const url = /API: (\S+)/.exec(err)?.[1];
+      if (url && err.includes('First steps')) resolve({ child, url });
+    });
+    child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited ${code}:\n${err}`)));
+  });
+}
+
+function run(args: string[], env: Record<string, string>): Promise<string> {
+  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
+  return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}`)))));
+}
+
+const api = new Agent({ connections: 32 });
+async function call(url: string, key: string, path: string, body: unknown): Promise<any> {
+  const res = await request(`${url}${path}`, {
+    method: 'POST',
+    dispatcher: api,
+    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+    body: JSON.stringify(body),
+  });
+  const json = await res.body.json();
+  if (res.statusCode >= 300) throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(json)}`);
+  return json;
+}
+
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+const peakRssMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+async function waitFor(receiver: Awaited<ReturnType<typeof startReceiver>>, n: number, timeoutMs: number): Promise<ReceiverStats> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const s = await receiver.stats();
+    if (s.count >= n) return s;
+    if (Date.now() > deadline) throw new Error(`only ${s.count} of ${n} deliveries arrived in ${timeoutMs / 1000} s`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+async function setupAccount(env: Record<string, string>): Promise<string> {
+  const account = JSON.parse(await run(['accounts', 'create', '--name', 'Bench Logistics'], env)) as { id: string };
+  return (JSON.parse(await run(['keys', 'create', '--account', account.id], env)) as { key: string }).key;
+}
+
+interface Result {
+  engine: string;
+  ingest: number;
+  e2e: number;
+  ceiling: number;
+  p50: number;
+  p99: number;
+  steadyRate: number;
+  rss: number;
+}
+
+async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Promise<Result> {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  try {
+    const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
+    if (engine === 'pglite') {
+      const dir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
+      cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+      env.HERALD_DATA_DIR = dir;
+    } else {
+      const name = `herald_bench_${process.pid}`;
+      const admin = new pg.Client({ connectionString: opts['database-url'] });
+      await admin.connect();
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.query(`CREATE DATABASE ${name}`);
+      cleanups.push(async () => {
+        await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        await admin.end();
+      });
+      const u = new URL(opts['database-url']!);
+      u.pathname = `/${name}`;
+      env.DATABASE_URL = u.toString();
+      env.HERALD_ENCRYPTION_KEY = randomBytes(32).toString('base64');
+    }
+    const bulkKey = await setupAccount(env);
+    const steadyKey = await setupAccount(env);
+    const receiver = await startReceiver();
+    cleanups.push(() => void receiver.child.kill());
+    const h = await herald(['start'], env);
+    cleanups.push(
+      () =>
+        new Promise<void>((r) => {
+          h.child.once('exit', () => r());
+          h.child.kill('SIGTERM');
+        }),
+    );
+    const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
+    for (let i = 0; i < ENDPOINTS; i++) {
+      await call(h.url, bulkKey, '/v1/endpoints', { url: `https://localhost:${receiver.port}/bulk/${i}`, event_types: all });
+    }
+    await call(h.url, steadyKey, '/v1/endpoints', { url: `https://localhost:${receiver.port}/steady`, event_types: all });
+
+    // Phase 1: a burst of EVENTS events to ENDPOINTS endpoints, through the batch API.
+    const gen = logisticsEvents();
+    const batches = Array.from({ length: Math.ceil(EVENTS / 100) }, () => Array.from({ length: 100 }, () => gen.next().value));
+    const t0 = Date.now();
+    let next = 0;
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        while (next < batches.length) await call(h.url, bulkKey, '/v1/events/batch', { events: batches[next++] });
+      }),
+    );
+    const ingestSeconds = (Date.now() - t0) / 1000;
+    const burst = await waitFor(receiver, EVENTS * ENDPOINTS, 30 * 60_000);
+    const e2eSeconds = (burst.last - t0) / 1000;
+
+    // Phase 2: a steady RATE events/s for SECONDS s, one POST each, to one endpoint.
+    receiver.reset();
+    const total = RATE * SECONDS;
+    const start = Date.now();
+    const inflight: Promise<unknown>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = start + (i * 1000) / RATE;
+      const wait = due - Date.now();
+      if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
+    }
+    await Promise.all(inflight);
+    const sentSeconds = (Date.now() - start) / 1000;
+    const steady = await waitFor(receiver, total, 5 * 60_000);
+    const rss = peakRssMiB(h.child.pid!);
+    return {
+      engine,
+      ingest: EVENTS / ingestSeconds,
+      e2e: (EVENTS * ENDPOINTS) / e2eSeconds,
+      ceiling,
+      p50: percentile(steady.latencies, 50),
+      p99: percentile(steady.latencies, 99),
+      steadyRate: total / sentSeconds,
+      rss,
+    };
+  } finally {
+    for (const c of cleanups.reverse()) await c();
+  }
+}
+
+/** The ceiling: the receiver driven straight by undici, same concurrency, signed bodies, no database. */
+async function measureCeiling(n: number): Promise<number> {
+  const receiver = await startReceiver();
+  const agent = new Agent({ connections: ENDPOINT_CONCURRENCY, connect: { ca: readFileSync(CA) } });
+  const gen = logisticsEvents();
+  const body = Buffer.from(JSON.stringify({ id: crypto.randomUUID(), type: 'alarm.created', created_at: new Date().toISOString(), data: gen.next().value.data }));
+  const t0 = Date.now();
+  let sent = 0;
+  await Promise.all(
+    Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
+      while (sent < n) {
+        sent += 1;
+        const ts = Math.floor(Date.now() / 1000);
+        const res = await request(`https://localhost:${receiver.port}/ceiling`, {
+          method: 'POST',
+          dispatcher: agent,
+          headers: { 'content-type': 'application/json; charset=utf-8', 'x-service-timestamp': String(ts), 'x-service-signature': signSync({ body, secret: 'whsec_bench', timestamp: ts }) },
+          body,
+        });
+        await res.body.dump();
+      }
+    }),
+  );
+  const rate = n / ((Date.now() - t0) / 1000);
+  await agent.close();
+  receiver.child.kill();
+  return rate;
+}
+
+const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
+const ceiling = await measureCeiling(Math.min(EVENTS * ENDPOINTS, 50_000));
+console.log(`ceiling: undici straight to the receiver, ${ENDPOINT_CONCURRENCY} connections: ${fmt(ceiling)} requests/s`);
+const results: Result[] = [];
+for (const engine of opts.engines!.split(',') as Array<'pglite' | 'postgres'>) {
+  console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${SECONDS} s …`);
+  results.push(await benchEngine(engine, ceiling));
+}
+await api.close();
+console.log(`\n| engine | ingest events/s | e2e deliveries/s | e2e / ceiling | steady rate (events/s) | p50 ingest→receipt | p99 ingest→receipt | peak RSS |`);
+console.log(`|---|---:|---:|---:|---:|---:|---:|---:|`);
+for (const r of results) {
+  console.log(
+    `| ${r.engine} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB |`,
+  );
+}
+console.log(`\nceiling ${fmt(ceiling)} deliveries/s (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
