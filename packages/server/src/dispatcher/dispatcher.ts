@@ -104,7 +104,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
     const abort = new AbortController();
     aborts.add(abort);
-    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, signal: abort.signal }).finally(() =>
+    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, controller: abort }).finally(() =>
       aborts.delete(abort),
     );
     const outcome = classifyOutcome(sent.result);
@@ -150,8 +150,18 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function launch(claim: Claim, report?: TickReport): void {
     inFlight += 1;
     inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
-    // The slot is held until the result is written: leased work never exceeds the caps.
+    // Two slots, released at different moments. The endpoint's slot limits
+    // requests to one receiver, so it is free once the answer is in. The
+    // global slot bounds the leases this worker holds (and so the duplicates
+    // if it dies), so it is held until the result is written.
+    const releaseEndpoint = () => {
+      const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
+      if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
+      else inFlightByEndpoint.set(claim.endpoint_id, n);
+      wake();
+    };
     const task = attempt(claim)
+      .finally(releaseEndpoint)
       .then(async (finished) => {
         await recorder.push(finished);
         if (report) {
@@ -165,9 +175,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .catch((err) => deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried'))
       .finally(() => {
         inFlight -= 1;
-        const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
-        if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
-        else inFlightByEndpoint.set(claim.endpoint_id, n);
         tasks.delete(task);
         wake();
       });

@@ -11,8 +11,8 @@ export interface SendRequest {
   headers: Record<string, string>;
   body: Buffer;
   timeoutMs: number;
-  /** Aborts the attempt early (shutdown). */
-  signal?: AbortSignal;
+  /** Aborts the attempt early (shutdown); the deadline uses it too. */
+  controller?: AbortController;
 }
 
 export interface SendResult {
@@ -92,24 +92,33 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(err?: Error):
  */
 export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
   const started = now();
-  const deadline = AbortSignal.timeout(req.timeoutMs);
-  const signal = req.signal ? AbortSignal.any([deadline, req.signal]) : deadline;
+  // One controller for both the deadline and a shutdown: cheaper than
+  // AbortSignal.timeout() combined with AbortSignal.any() on every attempt.
+  const controller = req.controller ?? new AbortController();
+  let timedOut = false;
+  const deadline = setTimeout(() => {
+    timedOut = true;
+    controller.abort();
+  }, req.timeoutMs);
   try {
     const res = await request(req.url, {
       method: 'POST',
       dispatcher: agent,
       headers: req.headers,
       body: req.body,
-      signal,
+      signal: controller.signal,
       headersTimeout: req.timeoutMs,
     } as Parameters<typeof request>[1]);
+    clearTimeout(deadline);
     const durationMs = Math.round(now() - started);
     const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
     const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : undefined;
     const excerpt = await readExcerpt(res.body as unknown as AsyncIterable<Buffer> & { destroy(): unknown });
     return { result: { stage: 'response', status: res.statusCode, location, retryAfter }, excerpt, durationMs };
   } catch (err) {
-    const aborted = req.signal?.aborted === true && !deadline.aborted;
-    return { result: { stage: 'transport', ...describeTransportError(err, req.timeoutMs, aborted) }, excerpt: null, durationMs: Math.round(now() - started) };
+    clearTimeout(deadline);
+    const aborted = controller.signal.aborted && !timedOut;
+    const described = timedOut ? { kind: 'timeout' as const, message: `timed out after ${req.timeoutMs / 1000} s` } : describeTransportError(err, req.timeoutMs, aborted);
+    return { result: { stage: 'transport', ...described }, excerpt: null, durationMs: Math.round(now() - started) };
   }
 }
