@@ -26,6 +26,7 @@ const { values: opts } = parseArgs({
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '10' },
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
+    split: { type: 'boolean', default: false },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -74,8 +75,7 @@ function herald(args: string[], env: Record<string, string>): Promise<{ child: C
   return new Promise((resolve, reject) => {
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
-      const url = /API: (\S+)/.exec(err)?.[1];
-      if (url && err.includes('First steps')) resolve({ child, url });
+      if (err.includes('First steps')) resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '' });
     });
     child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited ${code}:\n${err}`)));
   });
@@ -124,6 +124,7 @@ async function setupAccount(env: Record<string, string>): Promise<string> {
 
 interface Result {
   engine: string;
+  processes: number;
   ingest: number;
   e2e: number;
   ceiling: number;
@@ -160,14 +161,21 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
     const steadyKey = await setupAccount(env);
     const receiver = await startReceiver();
     cleanups.push(() => void receiver.child.kill());
-    const h = await herald(['start'], env);
-    cleanups.push(
-      () =>
-        new Promise<void>((r) => {
-          h.child.once('exit', () => r());
-          h.child.kill('SIGTERM');
-        }),
-    );
+    // --split (PostgreSQL): the API and the dispatcher in two processes, as a
+    // production deployment on PostgreSQL would run them.
+    const split = opts.split && engine === 'postgres';
+    const h = await herald(['start', ...(split ? ['--role', 'api'] : [])], env);
+    const processes = [h.child];
+    if (split) processes.push((await herald(['start', '--role', 'worker'], env)).child);
+    for (const p of processes) {
+      cleanups.push(
+        () =>
+          new Promise<void>((r) => {
+            p.once('exit', () => r());
+            p.kill('SIGTERM');
+          }),
+      );
+    }
     const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
     for (let i = 0; i < ENDPOINTS; i++) {
       await call(h.url, bulkKey, '/v1/endpoints', { url: `https://localhost:${receiver.port}/bulk/${i}`, event_types: all });
@@ -202,9 +210,10 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
     await Promise.all(inflight);
     const sentSeconds = (Date.now() - start) / 1000;
     const steady = await waitFor(receiver, total, 5 * 60_000);
-    const rss = peakRssMiB(h.child.pid!);
+    const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
     return {
       engine,
+      processes: processes.length,
       ingest: EVENTS / ingestSeconds,
       e2e: (EVENTS * ENDPOINTS) / e2eSeconds,
       ceiling,
@@ -260,7 +269,7 @@ console.log(`\n| engine | ingest events/s | e2e deliveries/s | e2e / ceiling | s
 console.log(`|---|---:|---:|---:|---:|---:|---:|---:|`);
 for (const r of results) {
   console.log(
-    `| ${r.engine} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB |`,
+    `| ${r.engine}${r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB |`,
   );
 }
 console.log(`\nceiling ${fmt(ceiling)} deliveries/s (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
