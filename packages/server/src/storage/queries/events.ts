@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.ts';
+import { DELIVERIES_CHANNEL } from './deliveries.ts';
 
 export interface EventRow {
   account_id: string;
@@ -10,19 +11,6 @@ export interface EventRow {
 }
 
 const COLUMNS = 'account_id, id, type, created_at, body, request_hash';
-
-/** Inserts the event unless its id exists; returns the row only when it was new. */
-export async function insertEventIfNew(
-  db: Queryable,
-  e: { accountId: string; id: string; type: string; createdAt: Date; body: Buffer; requestHash: Buffer },
-): Promise<EventRow | undefined> {
-  const { rows } = await db.query<EventRow>(
-    `INSERT INTO events (account_id, id, type, created_at, body, request_hash) VALUES ($1, $2, $3, $4, $5, $6)
-     ON CONFLICT (account_id, id) DO NOTHING RETURNING ${COLUMNS}`,
-    [e.accountId, e.id, e.type, e.createdAt, e.body, e.requestHash],
-  );
-  return rows[0];
-}
 
 export async function getEvent(db: Queryable, accountId: string, id: string): Promise<EventRow | undefined> {
   return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
@@ -58,7 +46,7 @@ export async function insertEventsWithDeliveries(db: Queryable, p: { accountId: 
          FROM ev JOIN endpoints ep ON ep.account_id = $1 AND ev.type = ANY (ep.event_types)
        RETURNING state
      ), wake AS (
-       SELECT pg_notify('${'herald_deliveries'}', '') FROM (SELECT 1 FROM dl WHERE state = 'pending' LIMIT 1) AS any_pending
+       SELECT pg_notify('${DELIVERIES_CHANNEL}', '') FROM (SELECT 1 FROM dl WHERE state = 'pending' LIMIT 1) AS any_pending
      )
      SELECT ev.id, (SELECT count(*) FROM wake) AS notified FROM ev`,
     [
