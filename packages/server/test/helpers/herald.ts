@@ -2,6 +2,7 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_RETRY, loadConfig, type DispatcherConfig } from '../../src/config.ts';
 import { SchemaValidator } from '../../src/core/schema-validator.ts';
+import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
 import { buildApp } from '../../src/http/app.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
@@ -98,19 +99,8 @@ export async function createTestHerald(engine: Engine, options: { dispatcher?: P
   return herald;
 }
 
-/** A valid alarm.created record. */
+/** A valid alarm.created record: the catalog's example, with non-ASCII text in it. */
 export function alarmData(overrides: Record<string, unknown> = {}) {
-  return {
-    id: '6f1c2a7e-9b3d-4e58-a1c4-2d7e8f9a0b1c',
-    device_id: '0d8e4b2a-7c1f-4a36-9e5d-3b2c1a0f9e8d',
-    shipment_id: 48213,
-    type: 'temperature',
-    severity: 'high',
-    source: 'sensor',
-    message: 'Température au-dessus de 8 °C',
-    resolved: false,
-    created_at: '2026-11-20T08:14:03.000Z',
-    resolved_at: null,
-    ...overrides,
-  };
+  const example = BUILTIN_EVENT_TYPES.find((t) => t.name === 'alarm.created')!.example;
+  return { ...example, message: 'Température au-dessus de 8 °C', ...overrides } as Record<string, unknown>;
 }
