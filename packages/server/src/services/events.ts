@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
 import { catalogTypes } from './catalog.ts';
+import { announceNewWork } from './new-work.ts';
 import { getEvents, insertEventsWithDeliveries, type EventRow } from '../storage/queries/events.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { ServiceDeps } from './deps.ts';
@@ -93,7 +94,8 @@ export async function publishEvents(
     requestHash: e.hash,
   }));
   const store = async (db: Queryable): Promise<PublishedEvent[]> => {
-    const inserted = await insertEventsWithDeliveries(db, { accountId, now, events: rows });
+    const { inserted, pending } = await insertEventsWithDeliveries(db, { accountId, now, events: rows });
+    pendingCount = pending;
     const others = checked.filter((e) => !inserted.has(e.id)).map((e) => e.id);
     const existing = new Map(others.length ? (await getEvents(db, accountId, others)).map((r) => [r.id, r]) : []);
     const firstIndexOf = new Map<string, number>();
@@ -111,8 +113,12 @@ export async function publishEvents(
       return toPublished(row, true);
     });
   };
+  let pendingCount = 0;
   // A batch is all or nothing, so a conflict found after the insert must undo it.
-  return checked.length > 1 ? deps.db.transaction(store) : store(deps.db);
+  const published = await (checked.length > 1 ? deps.db.transaction(store) : store(deps.db));
+  // After commit, so a woken dispatcher finds the rows.
+  if (pendingCount > 0) announceNewWork(deps.db);
+  return published;
 }
 
 function conflict(id: string, index: number, batch: boolean): HeraldError {

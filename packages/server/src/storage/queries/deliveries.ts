@@ -25,3 +25,8 @@ export async function listDeliveriesOfEvent(db: Queryable, accountId: string, ev
   );
   return rows;
 }
+
+/** Wakes idle dispatchers. Sent on its own, outside any transaction that writes. */
+export async function notifyDeliveries(db: Queryable): Promise<void> {
+  await db.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+}

@@ -1,5 +1,4 @@
 import type { Queryable } from '../db.ts';
-import { DELIVERIES_CHANNEL } from './deliveries.ts';
 
 export interface EventRow {
   account_id: string;
@@ -26,13 +25,16 @@ export interface NewEvent {
 /**
  * Stores events and their deliveries in one statement: each new event gets
  * one delivery per endpoint of the account subscribed to its type (`pending`
- * when enabled, `skipped` when disabled), and idle dispatchers are notified
- * when anything is pending. Ids already stored are left alone. Returns the
- * ids it inserted. One round trip, atomic on its own; callers that must undo
+ * when enabled, `skipped` when disabled). Ids already stored are left alone.
+ * Returns the ids it inserted and how many deliveries are pending (the caller
+ * then wakes the dispatchers, after commit: see services/new-work.ts). One round trip, atomic on its own; callers that must undo
  * it on a later check run it inside a transaction.
  */
-export async function insertEventsWithDeliveries(db: Queryable, p: { accountId: string; now: Date; events: readonly NewEvent[] }): Promise<Set<string>> {
-  const { rows } = await db.query<{ id: string }>(
+export async function insertEventsWithDeliveries(
+  db: Queryable,
+  p: { accountId: string; now: Date; events: readonly NewEvent[] },
+): Promise<{ inserted: Set<string>; pending: number }> {
+  const { rows } = await db.query<{ id: string; pending: number }>(
     `WITH ev AS (
        INSERT INTO events (account_id, id, type, created_at, body, request_hash)
        SELECT $1, v.id, v.type, $2, decode(v.body, 'base64'), decode(v.hash, 'base64')
@@ -45,10 +47,8 @@ export async function insertEventsWithDeliveries(db: Queryable, p: { accountId: 
        SELECT gen_random_uuid(), $1, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END, $2, $2, $2
          FROM ev JOIN endpoints ep ON ep.account_id = $1 AND ev.type = ANY (ep.event_types)
        RETURNING state
-     ), wake AS (
-       SELECT pg_notify('${DELIVERIES_CHANNEL}', '') FROM (SELECT 1 FROM dl WHERE state = 'pending' LIMIT 1) AS any_pending
      )
-     SELECT ev.id, (SELECT count(*) FROM wake) AS notified FROM ev`,
+     SELECT ev.id, (SELECT count(*) FROM dl WHERE state = 'pending')::int AS pending FROM ev`,
     [
       p.accountId,
       p.now,
@@ -58,7 +58,7 @@ export async function insertEventsWithDeliveries(db: Queryable, p: { accountId: 
       p.events.map((e) => e.requestHash.toString('base64')),
     ],
   );
-  return new Set(rows.map((r) => r.id));
+  return { inserted: new Set(rows.map((r) => r.id)), pending: rows[0]?.pending ?? 0 };
 }
 
 export async function getEvents(db: Queryable, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
