@@ -20,10 +20,11 @@ export interface ClaimedDelivery {
 /**
  * Claims due deliveries in one statement (one round trip, no explicit
  * transaction):
- * - locks up to `scan` due rows, oldest first, skipping rows other workers
- *   hold (SKIP LOCKED) and endpoints this worker has no room for;
+ * - reads up to `scan` due rows, oldest first, leaving out endpoints this
+ *   worker has no room for;
  * - keeps at most the room left per endpoint (the per-endpoint cap, given
- *   this worker's in-flight counts) and `limit` in all;
+ *   this worker's in-flight counts) and `limit` in all, and locks only
+ *   those, skipping rows other workers hold (SKIP LOCKED);
  * - leases them: the attempt count rises now (a delivery that kills its
  *   worker still runs out of attempts), next_attempt_at moves to the end of
  *   the lease (the visibility timeout), and a new fencing token is drawn.
@@ -43,18 +44,23 @@ export async function claimDeliveries(
   const busy = [...p.inFlight].filter(([, n]) => n >= p.endpointCap).map(([id]) => id);
   const { rows } = await db.query<ClaimedDelivery>(
     `WITH due AS (
-       SELECT id, endpoint_id, attempts, next_attempt_at FROM deliveries
+       SELECT id, endpoint_id, next_attempt_at FROM deliveries
         WHERE state = 'pending' AND next_attempt_at <= $1 AND NOT (endpoint_id = ANY ($2::uuid[]))
         ORDER BY next_attempt_at
         LIMIT $3
-        FOR UPDATE SKIP LOCKED
      ), ranked AS (
-       SELECT due.id, due.attempts AS attempts_before,
+       SELECT due.id, due.next_attempt_at,
               row_number() OVER (PARTITION BY due.endpoint_id ORDER BY due.next_attempt_at) AS rn,
               $4::int - COALESCE(busy.n, 0) AS room
          FROM due LEFT JOIN unnest($5::uuid[], $6::int[]) AS busy (endpoint_id, n) ON busy.endpoint_id = due.endpoint_id
      ), chosen AS (
-       SELECT id, attempts_before FROM ranked WHERE rn <= room ORDER BY rn LIMIT $7
+       -- Only the rows taken are locked; the scan above locks nothing. The
+       -- conditions are checked again on the locked row version.
+       SELECT d.id, d.attempts AS attempts_before FROM deliveries d JOIN ranked r ON r.id = d.id
+        WHERE r.rn <= r.room AND d.state = 'pending' AND d.next_attempt_at <= $1
+        ORDER BY r.rn, r.next_attempt_at
+        LIMIT $7
+        FOR UPDATE OF d SKIP LOCKED
      )
      UPDATE deliveries d
         SET attempts = LEAST(d.attempts + 1, $8), lease_token = nextval('delivery_lease_token'),
