@@ -7,7 +7,8 @@ import { notifyDeliveries } from '../storage/queries/deliveries.ts';
  * Why not NOTIFY inside the publishing transaction: PostgreSQL holds a global
  * lock on its notification queue from just before commit until after it, WAL
  * flush included, so every notifying commit waits for the previous one's
- * flush. Measured here, that capped single-event ingest near 600 events/s.
+ * flush. (Its effect could not be separated from noise in our benchmark; the
+ * ~650 events/s cap first blamed on it was the benchmark's own pacing.)
  * A NOTIFY sent alone writes no WAL, and pokes that arrive while one is in
  * flight are folded into a single follow-up, so a burst costs two at most.
  * Nothing is lost if a notification is: the dispatchers also poll.
