@@ -12,7 +12,8 @@ const addFormats = addFormatsModule as unknown as (ajv: Ajv2020) => Ajv2020;
  */
 export class SchemaValidator {
   readonly #ajv: Ajv2020;
-  readonly #cache = new Map<string, ValidateFunction>();
+  readonly #byText = new Map<string, ValidateFunction>();
+  readonly #byObject = new WeakMap<object, ValidateFunction>();
 
   constructor() {
     this.#ajv = new Ajv2020({ allErrors: true, strict: false });
@@ -21,12 +22,17 @@ export class SchemaValidator {
 
   /** Throws when `schema` is not a usable JSON Schema. */
   compile(schema: unknown): ValidateFunction {
+    // The catalog hands out the same schema object every time: found without serialising it.
+    const object = schema !== null && typeof schema === 'object' ? schema : undefined;
+    let validate = object && this.#byObject.get(object);
+    if (validate) return validate;
     const key = JSON.stringify(schema);
-    let validate = this.#cache.get(key);
+    validate = this.#byText.get(key);
     if (!validate) {
       validate = this.#ajv.compile(schema as object);
-      this.#cache.set(key, validate);
+      this.#byText.set(key, validate);
     }
+    if (object) this.#byObject.set(object, validate);
     return validate;
   }
 

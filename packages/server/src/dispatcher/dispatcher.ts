@@ -205,7 +205,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           if (got < room) break;
         }
       } while (wakeAgain && running);
-      if (running && inFlight < config.concurrency) await scheduleNextWake();
+      // With work in flight, its completion wakes us; only an idle worker needs
+      // to look up when the next retry comes due (one query fewer per claim under load).
+      if (running && inFlight === 0) await scheduleNextWake();
+      else if (running) armTimer(config.pollMs);
     } catch (err) {
       deps.log?.error({ err }, 'claiming deliveries failed; trying again shortly');
       if (running) armTimer(config.pollMs);
