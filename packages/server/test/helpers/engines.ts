@@ -46,7 +46,25 @@ async function admin<T>(fn: (client: pg.Client) => Promise<T>): Promise<T> {
   }
 }
 
+/** Drops databases left by test processes that no longer run (killed runs leave them). */
+async function dropLeftovers(): Promise<void> {
+  await admin(async (c) => {
+    const { rows } = await c.query<{ datname: string }>(`SELECT datname FROM pg_database WHERE datname ~ '^herald_(tpl|t|s)_[0-9]+_'`);
+    for (const { datname } of rows) {
+      const pid = Number(datname.split('_')[2]);
+      let alive = true;
+      try {
+        process.kill(pid, 0);
+      } catch (err) {
+        alive = (err as NodeJS.ErrnoException).code === 'EPERM';
+      }
+      if (!alive) await c.query(`DROP DATABASE IF EXISTS ${datname} WITH (FORCE)`).catch(() => {});
+    }
+  });
+}
+
 async function makePostgresTemplate(): Promise<string> {
+  await dropLeftovers();
   const name = `herald_tpl_${process.pid}_${randomBytes(3).toString('hex')}`;
   await admin((c) => c.query(`CREATE DATABASE ${name}`));
   const db = await openPostgres({ connectionString: withDatabase(adminUrl(), name) });
