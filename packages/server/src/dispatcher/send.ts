@@ -42,11 +42,15 @@ const TLS_MESSAGES: Record<string, string> = {
 };
 
 /** Turns whatever undici or the socket threw into a kind and a sentence. */
-export function describeTransportError(err: unknown, timeoutMs: number, aborted: boolean): { kind: TransportErrorKind; message: string } {
+export function describeTransportError(
+  err: unknown,
+  timeoutMs: number,
+  how: { aborted: boolean; timedOut: boolean },
+): { kind: TransportErrorKind; message: string } {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e?.code ?? e?.cause?.code ?? '';
-  if (aborted) return { kind: 'aborted', message: 'aborted: Herald shut down before the receiver answered' };
-  if (e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
+  if (how.aborted) return { kind: 'aborted', message: 'aborted: Herald shut down before the receiver answered' };
+  if (how.timedOut || e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     return { kind: 'timeout', message: `timed out after ${timeoutMs / 1000} s` };
   }
   if (code === 'ECONNREFUSED') return { kind: 'connection_refused', message: 'connection refused' };
@@ -117,8 +121,7 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
     return { result: { stage: 'response', status: res.statusCode, location, retryAfter }, excerpt, durationMs };
   } catch (err) {
     clearTimeout(deadline);
-    const aborted = controller.signal.aborted && !timedOut;
-    const described = timedOut ? { kind: 'timeout' as const, message: `timed out after ${req.timeoutMs / 1000} s` } : describeTransportError(err, req.timeoutMs, aborted);
+    const described = describeTransportError(err, req.timeoutMs, { aborted: controller.signal.aborted && !timedOut, timedOut });
     return { result: { stage: 'transport', ...described }, excerpt: null, durationMs: Math.round(now() - started) };
   }
 }
