@@ -51,8 +51,22 @@ export interface Config {
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
   /** Largest request body the API accepts, in bytes. */
   maxBodyBytes: number;
+  rateLimits: RateLimits;
   dispatcher: DispatcherConfig;
 }
+
+/** Requests per minute per API key (or panel session), in each API process; 0 turns a limit off. */
+export interface RateLimits {
+  /** Every /v1 route but ingest. */
+  managementPerMinute: number;
+  /** POST /v1/events and /v1/events/batch. */
+  ingestPerMinute: number;
+}
+
+/** SPEC.md: a receiver answers within 10 seconds. Fixed: it is part of the contract. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({ managementPerMinute: 1_200, ingestPerMinute: 120_000 });
 
 export type Env = Record<string, string | undefined>;
 export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>>;
@@ -125,12 +139,16 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),
+    rateLimits: {
+      managementPerMinute: integer('HERALD_RATE_LIMIT', env.HERALD_RATE_LIMIT, DEFAULT_RATE_LIMITS.managementPerMinute, 0, 10_000_000),
+      ingestPerMinute: integer('HERALD_INGEST_RATE_LIMIT', env.HERALD_INGEST_RATE_LIMIT, DEFAULT_RATE_LIMITS.ingestPerMinute, 0, 100_000_000),
+    },
     dispatcher: {
       concurrency: integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 256, 1, 10_000),
       endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 16, 1, 1_000),
       leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
       pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
-      requestTimeoutMs: 10_000,
+      requestTimeoutMs: REQUEST_TIMEOUT_MS,
       disableAfter: 20,
       retry: {
         baseMs: integer('HERALD_RETRY_BASE_MS', env.HERALD_RETRY_BASE_MS, defaults.baseMs, 1, 86_400_000),

@@ -14,9 +14,14 @@ export const ERRORS = {
   route_not_found: { status: 404, title: 'No such route' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
   event_id_conflict: { status: 409, title: 'The event id was already used with another body' },
+  endpoint_disabled: { status: 409, title: 'The endpoint is disabled' },
+  not_subscribed: { status: 409, title: 'The endpoint does not subscribe to this event type' },
+  idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used for another request' },
+  idempotency_key_in_use: { status: 409, title: 'A request with this Idempotency-Key is still running' },
   conflict: { status: 409, title: 'Conflict' },
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
+  rate_limited: { status: 429, title: 'Too many requests' },
   internal_error: { status: 500, title: 'Internal error' },
 } as const;
 

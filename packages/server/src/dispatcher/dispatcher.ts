@@ -8,14 +8,13 @@ import { decryptSecret } from '../core/secrets.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import { DELIVERIES_CHANNEL } from '../storage/queries/deliveries.ts';
 import { nextDueAt } from '../storage/queries/claim-deliveries.ts';
-import { pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
+import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
 import { buildRequestHeaders } from './request-headers.ts';
 import { createAgent, sendAttempt } from './send.ts';
 
-/** The attempt log keeps this many attempts per endpoint (SPEC.md). */
-export const ATTEMPTS_KEPT = 100;
+export { ATTEMPTS_KEPT };
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -140,6 +139,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         statusCode: outcome.status,
         outcome: attemptOutcome,
         error,
+        url: claim.url,
         requestHeaders: headers,
         responseExcerpt: sent.excerpt,
         testBody: null,

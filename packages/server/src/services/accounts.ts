@@ -3,7 +3,7 @@ import { HeraldError, invalidField } from '../errors.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey, hashesEqual } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 import { getAccount, insertAccount, type AccountRow } from '../storage/queries/accounts.ts';
-import { findApiKeyByPrefix, insertApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
+import { findApiKeyByPrefix, insertApiKey, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 
 export async function createAccount(db: Queryable, name: unknown): Promise<AccountRow> {
   if (typeof name !== 'string' || name.trim() === '') throw invalidField('name', 'is required, e.g. --name "Acme Logistics"');
@@ -39,4 +39,19 @@ export async function authenticate(db: Queryable, authorization: string | undefi
   const row = await findApiKeyByPrefix(db, prefix);
   if (!row || row.revoked_at || !hashesEqual(row.secret_hash, hashApiKey(key))) throw unauthorized();
   return { accountId: row.account_id, keyId: row.id };
+}
+
+/** Creates an API key for the caller's own account (the API's POST /v1/api-keys). */
+export async function createAccountApiKey(db: Queryable, accountId: string, name: unknown): Promise<{ key: string; row: ApiKeyRow }> {
+  if (name !== undefined && (typeof name !== 'string' || name.trim() === '' || name.length > 100)) {
+    throw invalidField('name', 'must be a label of 1 to 100 characters, e.g. "billing service"');
+  }
+  return createApiKey(db, accountId, (name as string | undefined)?.trim() ?? 'default');
+}
+
+/** Revokes one of the account's keys; another account's key is "not found", as if it did not exist. */
+export async function revokeAccountApiKey(db: Queryable, accountId: string, id: string): Promise<ApiKeyRow> {
+  const row = await revokeApiKey(db, id, accountId);
+  if (!row) throw new HeraldError('not_found', `no API key with id ${id} in this account`);
+  return row;
 }

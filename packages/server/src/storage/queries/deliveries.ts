@@ -7,6 +7,7 @@ export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';
 
 export interface DeliverySummaryRow {
   id: string;
+  event_id: string;
   endpoint_id: string;
   state: DeliveryState;
   attempts: number;
@@ -19,7 +20,7 @@ export interface DeliverySummaryRow {
 
 export async function listDeliveriesOfEvent(db: Queryable, accountId: string, eventId: string): Promise<DeliverySummaryRow[]> {
   const { rows } = await db.query<DeliverySummaryRow>(
-    `SELECT id, endpoint_id, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at
+    `SELECT id, event_id, endpoint_id, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at
        FROM deliveries WHERE account_id = $1 AND event_id = $2 ORDER BY created_at, endpoint_id`,
     [accountId, eventId],
   );
@@ -29,4 +30,67 @@ export async function listDeliveriesOfEvent(db: Queryable, accountId: string, ev
 /** Wakes idle dispatchers. Sent on its own, outside any transaction that writes. */
 export async function notifyDeliveries(db: Queryable): Promise<void> {
   await db.query(`SELECT pg_notify('${DELIVERIES_CHANNEL}', '')`);
+}
+
+/** The skipped and failed deliveries of an endpoint created since a time: what a recovery would send again. */
+export async function countRecoverable(db: Queryable, p: { accountId: string; endpointId: string; since: Date }): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(
+    `SELECT count(*)::int AS n FROM deliveries
+      WHERE account_id = $1 AND endpoint_id = $2 AND state IN ('skipped', 'failed') AND created_at >= $3`,
+    [p.accountId, p.endpointId, p.since],
+  );
+  return rows[0]!.n;
+}
+
+/**
+ * Puts those deliveries back in the queue, due now, with a fresh set of
+ * attempts (the attempt log keeps the earlier ones). Returns how many.
+ */
+export async function recoverDeliveries(db: Queryable, p: { accountId: string; endpointId: string; since: Date; now: Date }): Promise<number> {
+  return (
+    await db.query(
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = $4, lease_token = NULL, updated_at = $4
+        WHERE account_id = $1 AND endpoint_id = $2 AND state IN ('skipped', 'failed') AND created_at >= $3`,
+      [p.accountId, p.endpointId, p.since, p.now],
+    )
+  ).rowCount;
+}
+
+export interface DeliveryRow extends DeliverySummaryRow {
+  lease_token: number | null;
+}
+
+const DELIVERY_COLUMNS = 'id, event_id, endpoint_id, state, attempts, next_attempt_at, lease_token, last_status, last_error, created_at, updated_at';
+
+/** The delivery of one event to one endpoint, locked for a change. */
+export async function lockDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string }): Promise<DeliveryRow | undefined> {
+  const { rows } = await db.query<DeliveryRow>(
+    `SELECT ${DELIVERY_COLUMNS} FROM deliveries
+      WHERE account_id = $1 AND event_id = $2 AND endpoint_id = $3
+      ORDER BY created_at DESC LIMIT 1 FOR UPDATE`,
+    [p.accountId, p.eventId, p.endpointId],
+  );
+  return rows[0];
+}
+
+/** Makes a delivery due now; a finished one starts a fresh set of attempts. */
+export async function requeueDelivery(db: Queryable, id: string, now: Date): Promise<DeliveryRow> {
+  const { rows } = await db.query<DeliveryRow>(
+    `UPDATE deliveries
+        SET attempts = CASE WHEN state = 'pending' THEN attempts ELSE 0 END,
+            state = 'pending', next_attempt_at = $2, updated_at = $2
+      WHERE id = $1 RETURNING ${DELIVERY_COLUMNS}`,
+    [id, now],
+  );
+  return rows[0]!;
+}
+
+/** A delivery for an event the endpoint has none for (it subscribed after the event, say). */
+export async function insertDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string; now: Date }): Promise<DeliveryRow> {
+  const { rows } = await db.query<DeliveryRow>(
+    `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+     VALUES (gen_random_uuid(), $1, $2, $3, 'pending', $4, $4, $4) RETURNING ${DELIVERY_COLUMNS}`,
+    [p.accountId, p.eventId, p.endpointId, p.now],
+  );
+  return rows[0]!;
 }

@@ -79,3 +79,31 @@ export async function replaceSecret(
   );
   return rows[0];
 }
+
+/** Re-enables an endpoint: the failure streak starts again from zero. */
+export async function enableEndpoint(db: Queryable, accountId: string, id: string, now: Date): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET enabled = true, failure_streak = 0, disabled_reason = NULL, disabled_at = NULL, updated_at = $3
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id, now],
+  );
+  return rows[0];
+}
+
+/** Disables an endpoint by hand with a reason; an already disabled one keeps its first reason and time. */
+export async function disableEndpoint(db: Queryable, accountId: string, id: string, p: { reason: string; now: Date }): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints
+        SET disabled_reason = CASE WHEN enabled THEN $3 ELSE disabled_reason END,
+            disabled_at = CASE WHEN enabled THEN $4 ELSE disabled_at END,
+            enabled = false, updated_at = $4
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id, p.reason, p.now],
+  );
+  return rows[0];
+}
+
+/** Whether the endpoint exists in this account, locked against a concurrent change. */
+export async function lockEndpoint(db: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2 FOR UPDATE`, [accountId, id])).rows[0];
+}

@@ -1,6 +1,9 @@
 import type { Queryable } from '../db.ts';
 import type { DeliveryState } from './deliveries.ts';
 
+/** The attempt log keeps this many attempts per endpoint (SPEC.md). */
+export const ATTEMPTS_KEPT = 100;
+
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
 
 export interface AttemptRecord {
@@ -18,6 +21,8 @@ export interface AttemptRecord {
   /** What became of the delivery after this attempt. */
   outcome: AttemptOutcome;
   error: string | null;
+  /** The address it was sent to. */
+  url: string;
   requestHeaders: Record<string, string>;
   responseExcerpt: Buffer | null;
   testBody: Buffer | null;
@@ -32,14 +37,14 @@ export async function insertAttempts(db: Queryable, attempts: readonly AttemptRe
   const col = <T>(f: (a: AttemptRecord) => T) => attempts.map(f);
   await db.query(
     `INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                           started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body)
+                           started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
      SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
             v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers::jsonb,
-            decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64')
+            decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
        FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::bool[],
-                   $9::timestamptz[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[])
+                   $9::timestamptz[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
             AS v(id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                 started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body)
+                 started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
       WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
         AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))`,
     [
@@ -59,6 +64,7 @@ export async function insertAttempts(db: Queryable, attempts: readonly AttemptRe
       col((a) => JSON.stringify(a.requestHeaders)),
       col((a) => a.responseExcerpt?.toString('base64') ?? null),
       col((a) => a.testBody?.toString('base64') ?? null),
+      col((a) => a.url),
     ],
   );
 }

@@ -1,0 +1,75 @@
+import { HeraldError, invalidField } from '../errors.ts';
+import { countRecoverable, recoverDeliveries } from '../storage/queries/deliveries.ts';
+import * as q from '../storage/queries/endpoints.ts';
+import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
+import type { ServiceDeps } from './deps.ts';
+import { endpointNotFound } from './endpoints.ts';
+import { announceNewWork } from './new-work.ts';
+
+/** Re-enables an endpoint; its failure streak starts again from zero (DECISIONS.md). */
+export async function enableEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
+  const row = await q.enableEndpoint(deps.db, accountId, id, deps.clock());
+  if (!row) throw endpointNotFound(id);
+  return row;
+}
+
+/**
+ * Disables an endpoint by hand. As with an automatic disable, nothing is sent
+ * to it any more and its pending deliveries become `skipped`, kept for recovery.
+ */
+export async function disableEndpoint(deps: ServiceDeps, accountId: string, id: string, reason: unknown): Promise<q.EndpointRow> {
+  if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) {
+    throw invalidField('reason', 'must be a string of at most 500 characters');
+  }
+  const now = deps.clock();
+  return deps.db.transaction(async (tx) => {
+    const row = await q.disableEndpoint(tx, accountId, id, { reason: (reason as string | undefined)?.trim() || 'disabled by hand', now });
+    if (!row) throw endpointNotFound(id);
+    await skipPendingDeliveries(tx, [id], now);
+    return row;
+  });
+}
+
+export interface RecoverResult {
+  since: Date;
+  dry_run: boolean;
+  /** Deliveries that were (or, in a dry run, would be) sent again. */
+  count: number;
+}
+
+/**
+ * Sends again the skipped and failed deliveries of an endpoint created since
+ * a time, each with a fresh set of attempts. A dry run only counts them, so
+ * the user sees the number before confirming.
+ */
+export async function recoverEndpoint(
+  deps: ServiceDeps,
+  accountId: string,
+  id: string,
+  input: { since: unknown; dry_run?: unknown },
+): Promise<RecoverResult> {
+  const since = parseTime('since', input.since);
+  if (since.getTime() > deps.clock().getTime()) throw invalidField('since', 'is in the future; choose a time in the past');
+  const dryRun = input.dry_run === true;
+  const now = deps.clock();
+  const count = await deps.db.transaction(async (tx) => {
+    const endpoint = await q.lockEndpoint(tx, accountId, id);
+    if (!endpoint) throw endpointNotFound(id);
+    if (dryRun) return countRecoverable(tx, { accountId, endpointId: id, since });
+    if (!endpoint.enabled) {
+      throw new HeraldError('endpoint_disabled', 'the endpoint is disabled, so recovered deliveries would be skipped again; re-enable it first (POST /v1/endpoints/{id}/enable)');
+    }
+    return recoverDeliveries(tx, { accountId, endpointId: id, since, now });
+  });
+  if (!dryRun && count > 0) announceNewWork(deps.db);
+  return { since, dry_run: dryRun, count };
+}
+
+/** An RFC 3339 date-time with a zone, e.g. 2026-11-22T09:00:00Z. */
+export function parseTime(field: string, value: unknown): Date {
+  const message = 'must be a date-time with a time zone, e.g. 2026-11-22T09:00:00Z';
+  if (typeof value !== 'string' || !/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}(:\d{2}(\.\d+)?)?(Z|[+-]\d{2}:\d{2})$/i.test(value)) throw invalidField(field, message);
+  const date = new Date(value);
+  if (Number.isNaN(date.getTime())) throw invalidField(field, message);
+  return date;
+}

@@ -1,0 +1,93 @@
+import { randomUUID } from 'node:crypto';
+import type { Agent } from 'undici';
+import { unixSeconds } from '../core/clock.ts';
+import { serialiseEnvelope } from '../core/envelope.ts';
+import { classifyOutcome } from '../core/outcome.ts';
+import { decryptSecret } from '../core/secrets.ts';
+import { buildRequestHeaders } from '../dispatcher/request-headers.ts';
+import { sendAttempt } from '../dispatcher/send.ts';
+import { invalidField } from '../errors.ts';
+import { getEventTypes } from '../storage/queries/event-types.ts';
+import * as q from '../storage/queries/endpoints.ts';
+import { ATTEMPTS_KEPT, insertAttempts, pruneAttempts, type AttemptRecord } from '../storage/queries/record-results.ts';
+import type { ServiceDeps } from './deps.ts';
+import { endpointNotFound } from './endpoints.ts';
+
+/** The type of the default test event (DECISIONS.md); receivers ignore unknown types. */
+export const TEST_EVENT_TYPE = 'webhook.test';
+
+/** How the API process sends test events: its own pool, the dispatcher's deadline. */
+export interface OutboundDeps {
+  agent: Agent;
+  timeoutMs: number;
+}
+
+/**
+ * Sends one test event to an endpoint and waits for the answer (at most the
+ * 10 s deadline). A test is one attempt: never retried, recorded in the
+ * attempt log marked as a test, not counted toward disabling, and allowed on a
+ * disabled endpoint so a fix can be checked before re-enabling (DECISIONS.md).
+ *
+ * @example
+ *   const attempt = await sendTestEvent(deps, outbound, accountId, endpointId, { event_type: 'alarm.created' });
+ *   attempt.outcome; // 'succeeded' | 'failed'
+ */
+export async function sendTestEvent(
+  deps: ServiceDeps,
+  outbound: OutboundDeps,
+  accountId: string,
+  endpointId: string,
+  input: { event_type?: unknown },
+): Promise<AttemptRecord> {
+  const endpoint = await q.getEndpoint(deps.db, accountId, endpointId);
+  if (!endpoint) throw endpointNotFound(endpointId);
+  const type = input.event_type === undefined ? TEST_EVENT_TYPE : input.event_type;
+  if (typeof type !== 'string' || type === '') throw invalidField('event_type', `must be an event type name, or left out to send "${TEST_EVENT_TYPE}"`);
+
+  let data: unknown;
+  if (type === TEST_EVENT_TYPE) {
+    data = { endpoint_id: endpoint.id, message: 'A test event from Herald. Nothing happened; answer 2xx to show that this endpoint works.' };
+  } else {
+    const [known] = await getEventTypes(deps.db, [type]);
+    if (!known) throw invalidField('event_type', `"${type}" is not in the catalog; list it with GET /v1/event-types`, 'unknown_event_type');
+    if (known.example === null) throw invalidField('event_type', `"${type}" has no example record to send; send "${TEST_EVENT_TYPE}" instead`);
+    data = known.example;
+  }
+
+  const startedAt = deps.clock();
+  const eventId = randomUUID();
+  const attemptId = randomUUID();
+  const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
+  const headers = buildRequestHeaders({
+    eventType: type,
+    eventId,
+    attemptId,
+    timestamp: unixSeconds(startedAt),
+    body,
+    secret: decryptSecret(deps.encryptionKey, endpoint.secret_encrypted, endpoint.id),
+  });
+  const sent = await sendAttempt(outbound.agent, { url: endpoint.url, headers, body, timeoutMs: outbound.timeoutMs });
+  const outcome = classifyOutcome(sent.result);
+  const attempt: AttemptRecord = {
+    id: attemptId,
+    accountId,
+    endpointId: endpoint.id,
+    deliveryId: null,
+    eventId,
+    eventType: type,
+    attemptNumber: 1,
+    isTest: true,
+    startedAt,
+    durationMs: sent.durationMs,
+    statusCode: outcome.status,
+    outcome: outcome.verdict === 'success' ? 'succeeded' : 'failed',
+    error: outcome.error,
+    url: endpoint.url,
+    requestHeaders: headers,
+    responseExcerpt: sent.excerpt,
+    testBody: body,
+  };
+  await insertAttempts(deps.db, [attempt]);
+  await pruneAttempts(deps.db, [endpoint.id], ATTEMPTS_KEPT);
+  return attempt;
+}
