@@ -5,6 +5,7 @@ import type { Config } from './config.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
+import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
@@ -39,15 +40,19 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     let app: FastifyInstance | undefined;
     let url: string | undefined;
     if (config.role !== 'worker') {
+      // Test events go out from the API process, through a small pool of its own.
+      const agent = createAgent({ connections: 4 });
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
+        outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
+        rateLimits: config.rateLimits,
         maxBodyBytes: config.maxBodyBytes,
         logLevel: config.logLevel,
         logStream,
       });
       url = await app.listen({ host: config.host, port: config.port });
-      closers.push(() => app!.close());
+      closers.push(() => app!.close(), () => agent.close());
     }
     if (!config.databaseUrl) {
       const admin = await listenAdminSocket(deps, config.dataDir);

@@ -14,6 +14,7 @@ const ENDPOINT_FIELDS = [
   'failure_streak',
   'failure_threshold',
   'secret_hint',
+  'last_attempt',
   'created_at',
   'updated_at',
 ].sort();

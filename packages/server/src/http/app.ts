@@ -1,28 +1,46 @@
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
-import { HeraldError } from '../errors.ts';
+import { DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type RateLimits } from '../config.ts';
+import { createAgent } from '../dispatcher/send.ts';
 import { authenticate } from '../services/accounts.ts';
 import type { ServiceDeps } from '../services/deps.ts';
+import type { OutboundDeps } from '../services/test-event.ts';
+import { idempotency } from './idempotency.ts';
+import { registerOpenApi } from './openapi.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
+import { registerRateLimits } from './rate-limit.ts';
+import { apiKeyRoutes } from './routes/api-keys.ts';
+import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
+import { SHARED_SCHEMAS } from './schemas.ts';
+
+/** Who made a request: an API key (a panel session joins later). */
+export type Principal = { kind: 'api_key'; keyId: string };
 
 declare module 'fastify' {
   interface FastifyRequest {
-    /** The account of the API key that authenticated this request. */
+    /** The account of the credential that authenticated this request. */
     accountId: string;
+    principal: Principal | undefined;
   }
 }
 
 export interface RouteDeps extends ServiceDeps {
   /** Consecutive failed deliveries before disabling, shown as "n of 20". */
   disableAfter: number;
+  /** How the API sends test events. */
+  outbound: OutboundDeps;
 }
 
-export interface AppOptions extends RouteDeps {
+export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   maxBodyBytes: number;
   logLevel: string;
+  /** Defaults to the configuration's defaults. */
+  rateLimits?: RateLimits;
+  /** Defaults to a pool of the API's own with the system's trusted CAs, closed with the app. */
+  outbound?: OutboundDeps;
   /** Where logs go; stdout by default. Tests pass a stream to inspect them. */
   logStream?: Writable;
 }
@@ -31,7 +49,12 @@ export interface AppOptions extends RouteDeps {
  * Builds the HTTP API without listening (fastify's build/listen split), so
  * tests drive it with `app.inject()`.
  */
-export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
+  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4 });
+  const options: RouteDeps & AppOptions = {
+    ...appOptions,
+    outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },
+  };
   const app = Fastify({
     logger: {
       level: options.logLevel,
@@ -49,28 +72,48 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // The API takes JSON only: without this, fastify's built-in text/plain parser
   // would turn a wrongly typed body into a confusing schema error instead of a 415.
   app.removeContentTypeParser('text/plain');
+  if (ownAgent) app.addHook('onClose', async () => ownAgent.close());
 
   app.decorateRequest('accountId', '');
+  app.decorateRequest('principal', undefined);
   app.setErrorHandler((error, request, reply) => sendProblem(reply, toProblem(error, request)));
   app.setNotFoundHandler((request, reply) =>
-    sendProblem(reply, problemOf('route_not_found', `${request.method} ${request.url} is not a Herald route; see the API reference in the README`)),
+    sendProblem(reply, problemOf('route_not_found', `${request.method} ${request.url} is not a Herald route; see the API reference at /docs`)),
   );
+  for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
+  await registerOpenApi(app);
 
-  app.get('/healthz', async () => {
-    await options.db.query('SELECT 1');
-    return { status: 'ok' };
-  });
+  app.get(
+    '/healthz',
+    {
+      schema: {
+        tags: ['Operations'],
+        operationId: 'health',
+        summary: 'Liveness and database reachability',
+        security: [],
+        response: { 200: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } },
+      },
+    },
+    async () => {
+      await options.db.query('SELECT 1');
+      return { status: 'ok' as const };
+    },
+  );
 
   await app.register(async (v1) => {
     v1.addHook('onRequest', async (request) => {
       const auth = await authenticate(options.db, request.headers.authorization);
       request.accountId = auth.accountId;
+      request.principal = { kind: 'api_key', keyId: auth.keyId };
     });
+    await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) => (req.principal ? `${req.principal.kind}:${req.principal.keyId}` : `ip:${req.ip}`));
+    idempotency(v1, options);
     endpointRoutes(v1, options);
+    attemptRoutes(v1, options);
     eventRoutes(v1, options);
     eventTypeRoutes(v1, options);
+    apiKeyRoutes(v1, options);
   });
 
   return app;
 }
-

@@ -1,20 +1,24 @@
 import { invalidField } from '../errors.ts';
 
-export const pageQuerySchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    limit: { type: 'string', pattern: '^[0-9]+$', description: 'Items per page, 1 to 100 (default 20).' },
-    cursor: { type: 'string', description: 'The next_cursor of the previous page.' },
-  },
+export const pageQueryProperties = {
+  limit: { type: 'string', pattern: '^[0-9]+$', description: 'Items per page, 1 to 100 (default 20).' },
+  cursor: { type: 'string', description: 'The next_cursor of the previous page.' },
 } as const;
 
+export const pageQuerySchema = { type: 'object', additionalProperties: false, properties: pageQueryProperties } as const;
+
+function parseLimit(limit: string | undefined, max = 100): number {
+  const n = limit === undefined ? 20 : Number(limit);
+  if (n < 1 || n > max) throw invalidField('query.limit', `must be between 1 and ${max}`);
+  return n;
+}
+
+const badCursor = () => invalidField('query.cursor', 'is not a cursor returned by this API; start again without it');
+
+/** Pages ordered by creation, oldest first: the cursor is the last id. */
 export function parsePage(query: { limit?: string; cursor?: string }): { limit: number; after?: string } {
-  const limit = query.limit === undefined ? 20 : Number(query.limit);
-  if (limit < 1 || limit > 100) throw invalidField('query.limit', 'must be between 1 and 100');
-  if (query.cursor !== undefined && !/^[0-9a-f-]{36}$/i.test(query.cursor)) {
-    throw invalidField('query.cursor', 'is not a cursor returned by this API; start again without it');
-  }
+  const limit = parseLimit(query.limit);
+  if (query.cursor !== undefined && !/^[0-9a-f-]{36}$/i.test(query.cursor)) throw badCursor();
   return { limit, after: query.cursor };
 }
 
@@ -22,4 +26,24 @@ export function parsePage(query: { limit?: string; cursor?: string }): { limit: 
 export function pageOf<T extends { id: string }>(rows: T[], limit: number): { items: T[]; next_cursor: string | null } {
   const items = rows.slice(0, limit);
   return { items, next_cursor: rows.length > limit ? items[items.length - 1]!.id : null };
+}
+
+/**
+ * Pages ordered newest first, by a time and an id. The cursor carries both
+ * (opaque base64url), so paging goes on even when the row it names has been
+ * deleted (pruned attempts, say) since the previous page.
+ */
+export function parseTimePage(query: { limit?: string; cursor?: string }): { limit: number; before?: { at: Date; id: string } } {
+  const limit = parseLimit(query.limit);
+  if (query.cursor === undefined) return { limit };
+  const m = /^(\d{1,15})\.([0-9a-f-]{36})$/i.exec(Buffer.from(query.cursor, 'base64url').toString('latin1'));
+  if (!m) throw badCursor();
+  return { limit, before: { at: new Date(Number(m[1])), id: m[2]! } };
+}
+
+export function timePageOf<T extends { id: string }>(rows: T[], limit: number, at: (row: T) => Date): { items: T[]; next_cursor: string | null } {
+  const items = rows.slice(0, limit);
+  const last = items[items.length - 1];
+  const next_cursor = rows.length > limit && last ? Buffer.from(`${at(last).getTime()}.${last.id}`, 'latin1').toString('base64url') : null;
+  return { items, next_cursor };
 }

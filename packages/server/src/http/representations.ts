@@ -1,8 +1,13 @@
+import type { ApiKeyRow } from '../storage/queries/api-keys.ts';
+import type { AttemptDetailRow, AttemptRow } from '../storage/queries/attempts.ts';
+import type { DeliverySummaryRow } from '../storage/queries/deliveries.ts';
 import type { EndpointRow } from '../storage/queries/endpoints.ts';
+import type { EventRow } from '../storage/queries/events.ts';
 import type { EventTypeRow } from '../storage/queries/event-types.ts';
+import type { AttemptRecord } from '../storage/queries/record-results.ts';
 
 /** The public form of an endpoint. The signing secret never appears here, only its hint. */
-export function endpointJson(e: EndpointRow, disableAfter: number) {
+export function endpointJson(e: EndpointRow, disableAfter: number, lastAttempt: AttemptRow | null = null) {
   return {
     id: e.id,
     url: e.url,
@@ -16,9 +21,83 @@ export function endpointJson(e: EndpointRow, disableAfter: number) {
     secret_hint: e.secret_hint,
     created_at: e.created_at.toISOString(),
     updated_at: e.updated_at.toISOString(),
+    last_attempt: lastAttempt ? attemptJson(lastAttempt) : null,
   };
 }
 
 export function eventTypeJson(t: EventTypeRow) {
   return { name: t.name, description: t.description, builtin: t.builtin, schema: t.schema, example: t.example };
+}
+
+const text = (b: Buffer | null) => (b === null ? null : b.toString('utf8'));
+
+export function attemptJson(a: AttemptRow) {
+  return {
+    id: a.id,
+    endpoint_id: a.endpoint_id,
+    delivery_id: a.delivery_id,
+    event_id: a.event_id,
+    event_type: a.event_type,
+    attempt_number: a.attempt_number,
+    is_test: a.is_test,
+    started_at: a.started_at.toISOString(),
+    duration_ms: a.duration_ms,
+    status_code: a.status_code,
+    outcome: a.outcome,
+    error: a.error,
+    response_excerpt: text(a.response_excerpt),
+  };
+}
+
+/** `fallbackUrl`: the endpoint's address, for attempts recorded before addresses were kept. */
+export function attemptDetailJson(a: AttemptDetailRow, fallbackUrl: string) {
+  return { ...attemptJson(a), request: { url: a.url ?? fallbackUrl, headers: a.request_headers, body: text(a.body) } };
+}
+
+/** An attempt just made (a test event), in the same form as one read back from the log. */
+export function attemptRecordJson(a: AttemptRecord) {
+  return attemptDetailJson(
+    {
+      id: a.id,
+      endpoint_id: a.endpointId,
+      delivery_id: a.deliveryId,
+      event_id: a.eventId,
+      event_type: a.eventType,
+      attempt_number: a.attemptNumber,
+      is_test: a.isTest,
+      started_at: a.startedAt,
+      duration_ms: a.durationMs,
+      status_code: a.statusCode,
+      outcome: a.outcome,
+      error: a.error,
+      response_excerpt: a.responseExcerpt,
+      url: a.url,
+      request_headers: a.requestHeaders,
+      body: a.testBody,
+    },
+    a.url,
+  );
+}
+
+export function deliveryJson(d: DeliverySummaryRow & { event_id: string }) {
+  return {
+    id: d.id,
+    event_id: d.event_id,
+    endpoint_id: d.endpoint_id,
+    state: d.state,
+    attempts: d.attempts,
+    next_attempt_at: d.state === 'pending' ? d.next_attempt_at.toISOString() : null,
+    last_status: d.last_status,
+    last_error: d.last_error,
+    created_at: d.created_at.toISOString(),
+    updated_at: d.updated_at.toISOString(),
+  };
+}
+
+export function eventJson(e: EventRow) {
+  return { id: e.id, type: e.type, created_at: e.created_at.toISOString(), payload: JSON.parse(e.body.toString('utf8')) as unknown };
+}
+
+export function apiKeyJson(k: ApiKeyRow) {
+  return { id: k.id, name: k.name, prefix: k.prefix, created_at: k.created_at.toISOString(), revoked_at: k.revoked_at?.toISOString() ?? null };
 }

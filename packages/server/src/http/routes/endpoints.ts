@@ -1,54 +1,223 @@
 import type { FastifyInstance } from 'fastify';
 import * as endpoints from '../../services/endpoints.ts';
-import { listEndpoints } from '../../storage/queries/endpoints.ts';
-import { endpointJson } from '../representations.ts';
+import { disableEndpoint, enableEndpoint, recoverEndpoint } from '../../services/endpoint-state.ts';
+import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
+import { lastAttempts } from '../../storage/queries/attempts.ts';
+import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
+import { attemptRecordJson, endpointJson } from '../representations.ts';
 import { pageOf, pageQuerySchema, parsePage } from '../pagination.ts';
+import { pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
-const idParams = {
+export const idParams = {
   type: 'object',
   required: ['id'],
-  properties: { id: { type: 'string', format: 'uuid' } },
+  properties: { id: { type: 'string', format: 'uuid', description: 'The endpoint id.' } },
 } as const;
 
-const endpointBody = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    url: { type: 'string', description: 'The https address that receives events.' },
-    description: { type: 'string', maxLength: 500 },
-    event_types: { type: 'array', items: { type: 'string' }, minItems: 1, description: 'Event types this endpoint receives.' },
+const endpointFields = {
+  url: { type: 'string', description: 'The https address that receives events.', examples: ['https://example.com/webhooks/herald'] },
+  description: { type: 'string', maxLength: 500 },
+  event_types: {
+    type: 'array',
+    items: { type: 'string' },
+    minItems: 1,
+    description: 'Event types this endpoint receives; see GET /v1/event-types.',
+    examples: [['alarm.created', 'alarm.resolved']],
   },
 } as const;
 
 type EndpointBody = { url?: string; description?: string; event_types?: string[] };
 
+const tags = ['Endpoints'];
+
 export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  const json = (row: Parameters<typeof endpointJson>[0]) => endpointJson(row, deps.disableAfter);
+  /** Endpoints with their newest attempt, in one extra query for a whole page. */
+  const withLastAttempt = async (rows: EndpointRow[]) => {
+    const last = await lastAttempts(deps.db, rows.map((r) => r.id));
+    return rows.map((r) => endpointJson(r, deps.disableAfter, last.get(r.id) ?? null));
+  };
+  const one = async (row: EndpointRow) => (await withLastAttempt([row]))[0]!;
 
-  app.post<{ Body: EndpointBody }>('/v1/endpoints', { schema: { body: { ...endpointBody, required: ['url', 'event_types'] } } }, async (req, reply) => {
-    const { endpoint, secret } = await endpoints.createEndpoint(deps, req.accountId, req.body);
-    // The only response that ever carries the secret.
-    return reply.code(201).header('cache-control', 'no-store').send({ ...json(endpoint), secret });
-  });
-
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>('/v1/endpoints', { schema: { querystring: pageQuerySchema } }, async (req) => {
-    const page = parsePage(req.query);
-    const rows = await listEndpoints(deps.db, req.accountId, { limit: page.limit + 1, after: page.after });
-    const { items, next_cursor } = pageOf(rows, page.limit);
-    return { data: items.map(json), next_cursor };
-  });
-
-  app.get<{ Params: { id: string } }>('/v1/endpoints/:id', { schema: { params: idParams } }, async (req) =>
-    json(await endpoints.getEndpoint(deps, req.accountId, req.params.id)),
+  app.post<{ Body: EndpointBody }>(
+    '/v1/endpoints',
+    {
+      schema: {
+        tags,
+        operationId: 'createEndpoint',
+        summary: 'Create an endpoint',
+        description: 'Saves an https address and the event types it receives. The response carries the signing secret: it is shown this once.',
+        body: { type: 'object', additionalProperties: false, required: ['url', 'event_types'], properties: endpointFields },
+        response: { 201: ref('EndpointWithSecret'), ...problems(400, 401, 422, 429) },
+      },
+    },
+    async (req, reply) => {
+      const { endpoint, secret } = await endpoints.createEndpoint(deps, req.accountId, req.body);
+      // The only response that ever carries the secret.
+      return reply.code(201).header('cache-control', 'no-store').send({ ...(await one(endpoint)), secret });
+    },
   );
 
-  app.patch<{ Params: { id: string }; Body: EndpointBody }>('/v1/endpoints/:id', { schema: { params: idParams, body: endpointBody } }, async (req) =>
-    json(await endpoints.updateEndpoint(deps, req.accountId, req.params.id, req.body)),
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>(
+    '/v1/endpoints',
+    {
+      schema: {
+        tags,
+        operationId: 'listEndpoints',
+        summary: 'List endpoints',
+        description: 'Oldest first, each with its state, failure streak and newest attempt.',
+        querystring: pageQuerySchema,
+        response: { 200: pageOfSchema('Endpoint', 'A page of endpoints.'), ...problems(400, 401, 429) },
+      },
+    },
+    async (req) => {
+      const page = parsePage(req.query);
+      const rows = await listEndpoints(deps.db, req.accountId, { limit: page.limit + 1, after: page.after });
+      const { items, next_cursor } = pageOf(rows, page.limit);
+      return { data: await withLastAttempt(items), next_cursor };
+    },
   );
 
-  app.delete<{ Params: { id: string } }>('/v1/endpoints/:id', { schema: { params: idParams } }, async (req, reply) => {
-    await endpoints.deleteEndpoint(deps, req.accountId, req.params.id);
-    return reply.code(204).send();
-  });
+  app.get<{ Params: { id: string } }>(
+    '/v1/endpoints/:id',
+    {
+      schema: { tags, operationId: 'getEndpoint', summary: 'Get an endpoint', params: idParams, response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 429) } },
+    },
+    async (req) => one(await endpoints.getEndpoint(deps, req.accountId, req.params.id)),
+  );
+
+  app.patch<{ Params: { id: string }; Body: EndpointBody }>(
+    '/v1/endpoints/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'updateEndpoint',
+        summary: 'Update an endpoint',
+        description: 'Changes the address (validated again), the subscribed event types or the description. Fields left out stay as they are.',
+        params: idParams,
+        body: { type: 'object', additionalProperties: false, properties: endpointFields },
+        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req) => one(await endpoints.updateEndpoint(deps, req.accountId, req.params.id, req.body)),
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/v1/endpoints/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'deleteEndpoint',
+        summary: 'Delete an endpoint',
+        description: 'Deletes the endpoint with its deliveries and attempt log. Events stay.',
+        params: idParams,
+        response: { 204: { type: 'null', description: 'Deleted.' }, ...problems(400, 401, 404, 429) },
+      },
+    },
+    async (req, reply) => {
+      await endpoints.deleteEndpoint(deps, req.accountId, req.params.id);
+      return reply.code(204).send();
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/v1/endpoints/:id/rotate-secret',
+    {
+      schema: {
+        tags,
+        operationId: 'rotateEndpointSecret',
+        summary: 'Generate a new signing secret',
+        description:
+          'Replaces the signing secret. The new one signs the very next attempt, retries of older events included, and the old one is discarded: have the receiver accept both secrets during the switch. The response carries the new secret, shown this once.',
+        params: idParams,
+        response: { 200: ref('EndpointWithSecret'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req, reply) => {
+      const { endpoint, secret } = await endpoints.rotateSecret(deps, req.accountId, req.params.id);
+      return reply.header('cache-control', 'no-store').send({ ...(await one(endpoint)), secret });
+    },
+  );
+
+  app.post<{ Params: { id: string }; Body: { event_type?: string } | undefined }>(
+    '/v1/endpoints/:id/test',
+    {
+      schema: {
+        tags,
+        operationId: 'sendTestEvent',
+        summary: 'Send a test event',
+        description: `Sends one signed test request now and answers with its outcome, within the 10 s deadline. By default the event is "${TEST_EVENT_TYPE}" (receivers ignore unknown types); name a published type to send its example record instead. A test is never retried, is marked as a test in the attempt log, does not count toward disabling, and works on a disabled endpoint, to check a fix before re-enabling.`,
+        params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { event_type: { type: 'string', description: `Defaults to ${TEST_EVENT_TYPE}.`, examples: ['alarm.created'] } },
+        },
+        response: { 200: ref('AttemptDetail'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req) => {
+      const attempt = await sendTestEvent(deps, deps.outbound, req.accountId, req.params.id, req.body ?? {});
+      return attemptRecordJson(attempt);
+    },
+  );
+
+  app.post<{ Params: { id: string } }>(
+    '/v1/endpoints/:id/enable',
+    {
+      schema: {
+        tags,
+        operationId: 'enableEndpoint',
+        summary: 'Re-enable an endpoint',
+        description: 'Enables the endpoint and resets its failure streak. Deliveries skipped while it was disabled stay skipped: send them with recover.',
+        params: idParams,
+        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req) => one(await enableEndpoint(deps, req.accountId, req.params.id)),
+  );
+
+  app.post<{ Params: { id: string }; Body: { reason?: string } | undefined }>(
+    '/v1/endpoints/:id/disable',
+    {
+      schema: {
+        tags,
+        operationId: 'disableEndpoint',
+        summary: 'Disable an endpoint by hand',
+        description: 'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery.',
+        params: idParams,
+        body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
+        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req) => one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason)),
+  );
+
+  app.post<{ Params: { id: string }; Body: { since: string; dry_run?: boolean } }>(
+    '/v1/endpoints/:id/recover',
+    {
+      schema: {
+        tags,
+        operationId: 'recoverEndpoint',
+        summary: 'Recover skipped and failed deliveries',
+        description:
+          'Sends again, each with a fresh set of attempts, the deliveries of this endpoint created since a time that ended failed or skipped. With dry_run it only counts them, to show before confirming. The endpoint must be enabled.',
+        params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          required: ['since'],
+          properties: {
+            since: { type: 'string', description: 'A date-time with a zone, e.g. 2026-11-22T09:00:00Z.' },
+            dry_run: { type: 'boolean', default: false },
+          },
+        },
+        response: { 200: ref('RecoverResult'), ...problems(400, 401, 404, 409, 422, 429) },
+      },
+    },
+    async (req) => {
+      const r = await recoverEndpoint(deps, req.accountId, req.params.id, req.body);
+      return { since: r.since.toISOString(), dry_run: r.dry_run, count: r.count };
+    },
+  );
 }

@@ -1,0 +1,71 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import type { FastifyInstance } from 'fastify';
+import { readFileSync } from 'node:fs';
+
+const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+const DESCRIPTION = `Herald's management API: everything the control panel does, and more.
+
+**Authentication.** Send an API key as \`Authorization: Bearer hk_…\`. Keys belong to one account and see only its data: another account's objects answer 404, as if they did not exist.
+
+**Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; a 400 names each invalid field in \`errors\`.
+
+**Lists** are paginated by cursor: pass the \`next_cursor\` of a page as \`?cursor=\` to get the next one; it is null on the last page.
+
+**Idempotency.** Every POST, PATCH and DELETE accepts an \`Idempotency-Key\` header (1–255 visible ASCII characters, e.g. a UUID). The first response is kept for 24 hours and replayed for the same key with \`Idempotent-Replayed: true\`; the same key on a different request is a 422.
+
+**Rate limits** apply per API key, per minute, with a separate, higher limit for publishing events. Every response carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 carries \`Retry-After\`.`;
+
+/**
+ * The OpenAPI 3.1 document, generated from the route schemas that validate
+ * requests and serialise responses, served at /openapi.json with a reference
+ * at /docs (Swagger UI, every asset served by Herald). A copy is committed as
+ * docs/openapi.json and a test fails when it is stale.
+ */
+export async function registerOpenApi(app: FastifyInstance): Promise<void> {
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Herald API', version, description: DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
+      components: {
+        securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, hk_…; create one with `herald keys create` or POST /v1/api-keys.' } },
+      },
+      security: [{ apiKey: [] }],
+      tags: [
+        { name: 'Endpoints', description: 'Addresses that receive events, their signing secrets and state.' },
+        { name: 'Attempt log', description: 'The last 100 HTTP requests made to each endpoint.' },
+        { name: 'Events', description: 'Publishing events, and what became of them.' },
+        { name: 'Event types', description: 'The catalog of types an endpoint can subscribe to.' },
+        { name: 'API keys', description: 'The account\u2019s credentials for this API.' },
+        { name: 'Operations', description: 'For operators and load balancers.' },
+      ],
+    },
+    // Shared schemas keep their names in components/schemas.
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
+    transform: ({ schema, url, route }) => {
+      if (!schema || !MUTATING.has(String(route.method)) || !url.startsWith('/v1/')) return { schema, url };
+      const headers = {
+        type: 'object',
+        properties: {
+          'idempotency-key': {
+            type: 'string',
+            minLength: 1,
+            maxLength: 255,
+            description: 'Makes a retry of this request safe: the first response is replayed for 24 hours.',
+          },
+        },
+      };
+      return { schema: { ...schema, headers } as typeof schema, url };
+    },
+  });
+  await app.register(swaggerUi, {
+    routePrefix: '/docs',
+    // Everything from Herald itself; no validator badge fetched from swagger.io.
+    staticCSP:
+      "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
+    uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, validatorUrl: null },
+  });
+  app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}

@@ -1,0 +1,57 @@
+import type { FastifyInstance } from 'fastify';
+import { createAccountApiKey, revokeAccountApiKey } from '../../services/accounts.ts';
+import { listApiKeys } from '../../storage/queries/api-keys.ts';
+import { apiKeyJson } from '../representations.ts';
+import { problems, ref } from '../schemas.ts';
+import type { RouteDeps } from '../app.ts';
+
+const tags = ['API keys'];
+
+export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
+  app.get(
+    '/v1/api-keys',
+    {
+      schema: {
+        tags,
+        operationId: 'listApiKeys',
+        summary: 'List the account\u2019s API keys',
+        description: 'Revoked keys included. Only the visible prefix of each key is shown; the key itself was shown once.',
+        response: { 200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } }, ...problems(401, 429) },
+      },
+    },
+    async (req) => ({ data: (await listApiKeys(deps.db, req.accountId)).map(apiKeyJson) }),
+  );
+
+  app.post<{ Body: { name?: string } | undefined }>(
+    '/v1/api-keys',
+    {
+      schema: {
+        tags,
+        operationId: 'createApiKey',
+        summary: 'Create an API key',
+        description: 'The response carries the key: it is shown this once. Only its hash is stored.',
+        body: { type: 'object', additionalProperties: false, properties: { name: { type: 'string', maxLength: 100, examples: ['billing service'] } } },
+        response: { 201: ref('ApiKeyWithKey'), ...problems(400, 401, 422, 429) },
+      },
+    },
+    async (req, reply) => {
+      const { key, row } = await createAccountApiKey(deps.db, req.accountId, req.body?.name);
+      return reply.code(201).header('cache-control', 'no-store').send({ ...apiKeyJson(row), key });
+    },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/v1/api-keys/:id',
+    {
+      schema: {
+        tags,
+        operationId: 'revokeApiKey',
+        summary: 'Revoke an API key',
+        description: 'From the next request on, the key gets 401. Revoking the key that makes this request is allowed.',
+        params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } },
+        response: { 200: ref('ApiKey'), ...problems(400, 401, 404, 422, 429) },
+      },
+    },
+    async (req) => apiKeyJson(await revokeAccountApiKey(deps.db, req.accountId, req.params.id)),
+  );
+}

@@ -1,0 +1,250 @@
+/**
+ * The shapes the API sends, as JSON Schemas registered once with fastify
+ * (`addSchema`). The same objects serialise responses, document them in the
+ * OpenAPI document (components/schemas, named by `$id`) and check them in the
+ * tests, so the document cannot drift from what the server sends.
+ */
+
+const uuid = { type: 'string', format: 'uuid' } as const;
+const time = { type: 'string', format: 'date-time' } as const;
+const nullable = <T extends object>(schema: T) => ({ anyOf: [schema, { type: 'null' }] }) as const;
+const ref = (id: string) => ({ $ref: `${id}#` }) as const;
+
+const problem = {
+  $id: 'Problem',
+  type: 'object',
+  description: 'An RFC 9457 problem. `code` is stable: branch on it, not on the wording of `detail`.',
+  required: ['type', 'title', 'status', 'code', 'detail'],
+  properties: {
+    type: { type: 'string', description: 'A URI naming the problem type.' },
+    title: { type: 'string' },
+    status: { type: 'integer' },
+    code: { type: 'string', description: 'Stable machine-readable code, e.g. validation_failed.' },
+    detail: { type: 'string', description: 'What went wrong and what to do about it.' },
+    errors: {
+      type: 'array',
+      description: 'For validation problems: each invalid field and what is wrong with it.',
+      items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
+    },
+  },
+} as const;
+
+const attemptProperties = {
+  id: { ...uuid, description: 'The X-Service-Delivery-ID header sent with this attempt.' },
+  endpoint_id: uuid,
+  delivery_id: { ...nullable(uuid), description: 'The delivery this attempt belongs to; null for a test.' },
+  event_id: uuid,
+  event_type: { type: 'string' },
+  attempt_number: { type: 'integer', minimum: 1, description: '1 for the first attempt of a delivery, up to 7.' },
+  is_test: { type: 'boolean', description: 'A test sent from the panel or API: never retried, not counted toward disabling.' },
+  started_at: time,
+  duration_ms: { type: 'integer', minimum: 0 },
+  status_code: { ...nullable({ type: 'integer' }), description: 'The receiver\u2019s status code; null when it never answered.' },
+  outcome: {
+    type: 'string',
+    enum: ['succeeded', 'retrying', 'failed'],
+    description: 'What became of the delivery after this attempt: succeeded, retrying (another attempt is scheduled) or failed.',
+  },
+  error: { ...nullable({ type: 'string' }), description: 'What went wrong, in words: "HTTP 503", "timed out after 10 s", "connection refused".' },
+  response_excerpt: { ...nullable({ type: 'string' }), description: 'The first 4 KiB of the response body, as UTF-8.' },
+} as const;
+const attemptRequired = Object.keys(attemptProperties);
+
+const attempt = {
+  $id: 'Attempt',
+  type: 'object',
+  description: 'One HTTP request to an endpoint.',
+  required: attemptRequired,
+  properties: attemptProperties,
+} as const;
+
+const attemptDetail = {
+  $id: 'AttemptDetail',
+  type: 'object',
+  description: 'An attempt with the request exactly as it was sent.',
+  required: [...attemptRequired, 'request'],
+  properties: {
+    ...attemptProperties,
+    request: {
+      type: 'object',
+      required: ['url', 'headers', 'body'],
+      properties: {
+        url: { type: 'string', description: 'The address it was sent to (the endpoint\u2019s current address for older attempts).' },
+        headers: { type: 'object', additionalProperties: { type: 'string' } },
+        body: { ...nullable({ type: 'string' }), description: 'The body sent; null when the event is no longer stored.' },
+      },
+    },
+  },
+} as const;
+
+const endpointProperties = {
+  id: uuid,
+  url: { type: 'string', description: 'The https address that receives events.' },
+  description: { type: 'string' },
+  event_types: { type: 'array', items: { type: 'string' }, description: 'The event types this endpoint receives.' },
+  state: { type: 'string', enum: ['enabled', 'disabled'] },
+  disabled_reason: { ...nullable({ type: 'string' }), description: 'Why it was disabled.' },
+  disabled_at: nullable(time),
+  failure_streak: { type: 'integer', minimum: 0, description: 'Consecutive failed deliveries; the endpoint is disabled when it reaches failure_threshold.' },
+  failure_threshold: { type: 'integer', description: 'Consecutive failed deliveries that disable the endpoint (20).' },
+  secret_hint: { type: 'string', description: 'The signing secret, masked. The secret itself is shown once.' },
+  created_at: time,
+  updated_at: time,
+  last_attempt: { ...nullable(ref('Attempt')), description: 'The newest attempt in the log, or null.' },
+} as const;
+const endpointRequired = Object.keys(endpointProperties);
+
+const endpoint = { $id: 'Endpoint', type: 'object', required: endpointRequired, properties: endpointProperties } as const;
+const endpointWithSecret = {
+  $id: 'EndpointWithSecret',
+  type: 'object',
+  description: 'An endpoint and its signing secret, shown this once. Store it in a secret vault.',
+  required: [...endpointRequired, 'secret'],
+  properties: { ...endpointProperties, secret: { type: 'string', description: 'whsec_…: the HMAC key, used as its UTF-8 bytes.' } },
+} as const;
+
+const deliveryProperties = {
+  id: uuid,
+  event_id: uuid,
+  endpoint_id: uuid,
+  state: {
+    type: 'string',
+    enum: ['pending', 'succeeded', 'failed', 'skipped'],
+    description: 'pending (queued or waiting for a retry), succeeded, failed, or skipped (the endpoint was disabled).',
+  },
+  attempts: { type: 'integer', description: 'Attempts made so far in this round (a recovery or redelivery starts a new round).' },
+  next_attempt_at: { ...nullable(time), description: 'When the next attempt is due, while pending.' },
+  last_status: nullable({ type: 'integer' }),
+  last_error: nullable({ type: 'string' }),
+  created_at: time,
+  updated_at: time,
+} as const;
+const delivery = { $id: 'Delivery', type: 'object', required: Object.keys(deliveryProperties), properties: deliveryProperties } as const;
+
+const eventProperties = {
+  id: uuid,
+  type: { type: 'string' },
+  created_at: time,
+  payload: { description: 'The envelope exactly as receivers get it: {id, type, created_at, data}.' },
+} as const;
+const event = { $id: 'Event', type: 'object', required: Object.keys(eventProperties), properties: eventProperties } as const;
+const eventDetail = {
+  $id: 'EventDetail',
+  type: 'object',
+  required: [...Object.keys(eventProperties), 'deliveries'],
+  properties: {
+    ...eventProperties,
+    deliveries: {
+      type: 'array',
+      items: {
+        type: 'object',
+        required: [...Object.keys(deliveryProperties), 'attempt_log'],
+        properties: {
+          ...deliveryProperties,
+          attempt_log: { type: 'array', items: ref('Attempt'), description: 'Its attempts still in the log (the log keeps 100 per endpoint).' },
+        },
+      },
+    },
+  },
+} as const;
+
+const publishedEvent = {
+  $id: 'PublishedEvent',
+  type: 'object',
+  required: ['id', 'type', 'created_at', 'duplicate'],
+  properties: {
+    id: uuid,
+    type: { type: 'string' },
+    created_at: time,
+    duplicate: { type: 'boolean', description: 'True when this id was published before with the same body: nothing new was created.' },
+  },
+} as const;
+
+const eventType = {
+  $id: 'EventType',
+  type: 'object',
+  required: ['name', 'description', 'builtin', 'schema', 'example'],
+  properties: {
+    name: { type: 'string', examples: ['alarm.created'] },
+    description: { type: 'string' },
+    builtin: { type: 'boolean' },
+    // additionalProperties: without it the serialiser would send an empty object.
+    schema: { type: 'object', additionalProperties: true, description: 'The JSON Schema (2020-12) that the data of such events must match.' },
+    example: { description: 'An example data record; a test event of this type sends it.' },
+  },
+} as const;
+
+const apiKeyProperties = {
+  id: uuid,
+  name: { type: 'string' },
+  prefix: { type: 'string', description: 'The visible start of the key, to tell keys apart.' },
+  created_at: time,
+  revoked_at: nullable(time),
+} as const;
+const apiKey = { $id: 'ApiKey', type: 'object', required: Object.keys(apiKeyProperties), properties: apiKeyProperties } as const;
+const apiKeyWithKey = {
+  $id: 'ApiKeyWithKey',
+  type: 'object',
+  description: 'A new API key, shown this once.',
+  required: [...Object.keys(apiKeyProperties), 'key'],
+  properties: { ...apiKeyProperties, key: { type: 'string', description: 'hk_…: send it as "Authorization: Bearer <key>".' } },
+} as const;
+
+const recoverResult = {
+  $id: 'RecoverResult',
+  type: 'object',
+  required: ['since', 'dry_run', 'count'],
+  properties: {
+    since: time,
+    dry_run: { type: 'boolean' },
+    count: { type: 'integer', description: 'Deliveries sent again (or, in a dry run, that would be).' },
+  },
+} as const;
+
+/** Every shared schema, in registration order (references point backwards). */
+export const SHARED_SCHEMAS = [
+  problem,
+  attempt,
+  attemptDetail,
+  endpoint,
+  endpointWithSecret,
+  delivery,
+  event,
+  eventDetail,
+  publishedEvent,
+  eventType,
+  apiKey,
+  apiKeyWithKey,
+  recoverResult,
+] as const;
+
+export { ref };
+
+/** `{ data: [...], next_cursor }`, the shape of every list. */
+export function pageOfSchema(item: string, description: string) {
+  return {
+    type: 'object',
+    description,
+    required: ['data', 'next_cursor'],
+    properties: {
+      data: { type: 'array', items: ref(item) },
+      next_cursor: { ...nullable({ type: 'string' }), description: 'Pass as ?cursor= for the next page; null on the last page.' },
+    },
+  } as const;
+}
+
+/** The problem responses a route can give, for its documentation. */
+export function problems(...statuses: number[]): Record<string, unknown> {
+  const descriptions: Record<number, string> = {
+    400: 'The request is not valid; `errors` names each field.',
+    401: 'Missing, invalid or revoked API key (or no panel session).',
+    403: 'Refused (for a panel session: a missing CSRF token).',
+    404: 'No such object in this account.',
+    409: 'The request conflicts with the object\u2019s state.',
+    413: 'The body is too large.',
+    415: 'The body is not JSON.',
+    422: 'The Idempotency-Key was used for another request.',
+    429: 'Rate limit exceeded; wait for Retry-After seconds.',
+  };
+  return Object.fromEntries(statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', ...ref('Problem') }]));
+}
