@@ -14,7 +14,7 @@ import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
-import { SHARED_SCHEMAS } from './schemas.ts';
+import { ok, SHARED_SCHEMAS } from './schemas.ts';
 
 /** Who made a request: an API key (a panel session joins later). */
 export type Principal = { kind: 'api_key'; keyId: string };
@@ -91,7 +91,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
         operationId: 'health',
         summary: 'Liveness and database reachability',
         security: [],
-        response: { 200: { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } },
+        response: { 200: ok({ type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } }, 'Herald answers and its database too.') },
       },
     },
     async () => {

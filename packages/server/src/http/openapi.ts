@@ -62,10 +62,37 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
+    theme: { title: 'Herald API reference' },
     // Everything from Herald itself; no validator badge fetched from swagger.io.
     staticCSP:
       "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
     uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, validatorUrl: null },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
+}
+
+/**
+ * The document as the server would serve it, without a database: the app is
+ * built but never asked to handle a request. Used to write and check the
+ * committed copy (docs/openapi.json).
+ */
+export async function openApiDocument(): Promise<unknown> {
+  const { buildApp } = await import('./app.ts');
+  const { SchemaValidator } = await import('../core/schema-validator.ts');
+  const noDatabase = (): never => {
+    throw new Error('the OpenAPI document is built without a database');
+  };
+  const db = { engine: 'postgres', query: noDatabase, transaction: noDatabase, exec: noDatabase, listen: noDatabase, close: async () => {} } as const;
+  const app = await buildApp({ db, encryptionKey: Buffer.alloc(32), clock: () => new Date(0), validator: new SchemaValidator(), disableAfter: 20, maxBodyBytes: 1, logLevel: 'silent' });
+  try {
+    await app.ready();
+    return app.swagger();
+  } finally {
+    await app.close();
+  }
+}
+
+/** The committed copy's text: stable key order as generated, two-space indent, final newline. */
+export function openApiText(doc: unknown): string {
+  return `${JSON.stringify(doc, null, 2)}\n`;
 }

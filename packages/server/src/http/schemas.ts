@@ -221,16 +221,20 @@ export const SHARED_SCHEMAS = [
 export { ref };
 
 /** `{ data: [...], next_cursor }`, the shape of every list. */
-export function pageOfSchema(item: string, description: string) {
+export function pageOfSchema(item: string) {
   return {
     type: 'object',
-    description,
     required: ['data', 'next_cursor'],
     properties: {
       data: { type: 'array', items: ref(item) },
       next_cursor: { ...nullable({ type: 'string' }), description: 'Pass as ?cursor= for the next page; null on the last page.' },
     },
   } as const;
+}
+
+/** A success response: its schema (or a shared schema's name) and what it means. */
+export function ok(schema: string | object, description: string) {
+  return { description, content: { 'application/json': { schema: typeof schema === 'string' ? ref(schema) : schema } } };
 }
 
 /** The problem responses a route can give, for its documentation. */
@@ -240,11 +244,21 @@ export function problems(...statuses: number[]): Record<string, unknown> {
     401: 'Missing, invalid or revoked API key (or no panel session).',
     403: 'Refused (for a panel session: a missing CSRF token).',
     404: 'No such object in this account.',
-    409: 'The request conflicts with the object\u2019s state.',
+    409: 'The request conflicts with the object\u2019s state, or a request with the same Idempotency-Key is still running.',
     413: 'The body is too large.',
     415: 'The body is not JSON.',
     422: 'The Idempotency-Key was used for another request.',
     429: 'Rate limit exceeded; wait for Retry-After seconds.',
   };
-  return Object.fromEntries(statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', ...ref('Problem') }]));
+  return Object.fromEntries(
+    statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', content: { 'application/problem+json': { schema: ref('Problem') } } }]),
+  );
+}
+
+/**
+ * For routes whose body is optional (`POST /v1/endpoints/{id}/test` with no
+ * options): a request without a body is validated as `{}`.
+ */
+export async function bodyOptional(req: { body: unknown }): Promise<void> {
+  if (req.body === undefined || req.body === null) req.body = {};
 }

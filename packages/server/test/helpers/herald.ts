@@ -11,6 +11,7 @@ import type { ServiceDeps } from '../../src/services/deps.ts';
 import type { Engine } from '../../src/storage/db.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
+import { OpenApiChecker } from './openapi-check.ts';
 import { TLS } from './tls.ts';
 
 export const TEST_KEY = Buffer.alloc(32, 7);
@@ -25,8 +26,8 @@ export interface TestHerald {
   apiKey: string;
   /** Everything the API logged. */
   logs(): string;
-  /** Calls the API with the test account's key (or `as`). */
-  api(method: string, url: string, body?: unknown, as?: string): Promise<{ status: number; json: any; headers: Record<string, unknown> }>;
+  /** Calls the API with the test account's key (or `as`); the response is checked against the OpenAPI document. */
+  api(method: string, url: string, body?: unknown, as?: string, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Record<string, unknown> }>;
   /** Ticks until a tick claims nothing, advancing the clock past each retry. */
   drain(options?: { advanceMs?: number; maxTicks?: number }): Promise<TickReport>;
   newAccount(name?: string): Promise<{ accountId: string; apiKey: string }>;
@@ -62,6 +63,8 @@ export async function createTestHerald(
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
 
+  const openApi = new OpenApiChecker((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
+
   async function newAccount(name = 'Acme Logistics') {
     const account = await createAccount(db, name);
     const { key } = await createApiKey(db, account.id);
@@ -77,13 +80,15 @@ export async function createTestHerald(
     clock,
     ...main,
     logs: () => Buffer.concat(logChunks).toString('utf8'),
-    async api(method, url, body, as) {
+    async api(method, url, body, as, headers = {}) {
       const res = await app.inject({
         method: method as 'GET',
         url,
-        headers: { authorization: `Bearer ${as ?? main.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        headers: { authorization: `Bearer ${as ?? main.apiKey}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
         payload: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
       });
+      // Every response any test sees is checked against the OpenAPI document.
+      openApi.check(method, url, { status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.body });
       return { status: res.statusCode, json: res.body ? JSON.parse(res.body) : undefined, headers: res.headers };
     },
     async drain({ advanceMs = 4 * 86_400_000, maxTicks = 500 } = {}) {

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { createAccountApiKey, revokeAccountApiKey } from '../../services/accounts.ts';
 import { listApiKeys } from '../../storage/queries/api-keys.ts';
 import { apiKeyJson } from '../representations.ts';
-import { problems, ref } from '../schemas.ts';
+import { bodyOptional, ok, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 const tags = ['API keys'];
@@ -16,7 +16,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
         operationId: 'listApiKeys',
         summary: 'List the account\u2019s API keys',
         description: 'Revoked keys included. Only the visible prefix of each key is shown; the key itself was shown once.',
-        response: { 200: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } }, ...problems(401, 429) },
+        response: { 200: ok({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } }, 'The keys, oldest first.'), ...problems(401, 429) },
       },
     },
     async (req) => ({ data: (await listApiKeys(deps.db, req.accountId)).map(apiKeyJson) }),
@@ -25,13 +25,14 @@ export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post<{ Body: { name?: string } | undefined }>(
     '/v1/api-keys',
     {
+      preValidation: bodyOptional,
       schema: {
         tags,
         operationId: 'createApiKey',
         summary: 'Create an API key',
         description: 'The response carries the key: it is shown this once. Only its hash is stored.',
         body: { type: 'object', additionalProperties: false, properties: { name: { type: 'string', maxLength: 100, examples: ['billing service'] } } },
-        response: { 201: ref('ApiKeyWithKey'), ...problems(400, 401, 422, 429) },
+        response: { 201: ok('ApiKeyWithKey', 'Created; the key is in this response only.'), ...problems(400, 401, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => {
@@ -49,7 +50,7 @@ export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: 'Revoke an API key',
         description: 'From the next request on, the key gets 401. Revoking the key that makes this request is allowed.',
         params: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'uuid' } } },
-        response: { 200: ref('ApiKey'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('ApiKey', 'Revoked (revoking again changes nothing).'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => apiKeyJson(await revokeAccountApiKey(deps.db, req.accountId, req.params.id)),

@@ -5,7 +5,7 @@ import { getAttempt, listAttempts } from '../../storage/queries/attempts.ts';
 import type { AttemptOutcome } from '../../storage/queries/record-results.ts';
 import { attemptDetailJson, attemptJson } from '../representations.ts';
 import { pageQueryProperties, parseTimePage, timePageOf } from '../pagination.ts';
-import { pageOfSchema, problems, ref } from '../schemas.ts';
+import { ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 const OUTCOMES: readonly AttemptOutcome[] = ['succeeded', 'retrying', 'failed'];
@@ -40,7 +40,7 @@ export function attemptRoutes(app: FastifyInstance, deps: RouteDeps): void {
             outcome: { type: 'string', description: 'Comma-separated outcomes to keep: succeeded, retrying, failed.', examples: ['retrying,failed'] },
           },
         },
-        response: { 200: pageOfSchema('Attempt', 'A page of attempts, newest first.'), ...problems(400, 401, 404, 429) },
+        response: { 200: ok(pageOfSchema('Attempt'), 'A page of attempts, newest first.'), ...problems(400, 401, 404, 429) },
       },
     },
     async (req) => {
@@ -66,7 +66,7 @@ export function attemptRoutes(app: FastifyInstance, deps: RouteDeps): void {
           required: ['id', 'attempt_id'],
           properties: { id: { type: 'string', format: 'uuid' }, attempt_id: { type: 'string', format: 'uuid', description: 'The X-Service-Delivery-ID of the attempt.' } },
         },
-        response: { 200: ref('AttemptDetail'), ...problems(400, 401, 404, 429) },
+        response: { 200: ok('AttemptDetail', 'The attempt and the request sent.'), ...problems(400, 401, 404, 429) },
       },
     },
     async (req) => {

@@ -6,7 +6,7 @@ import { lastAttempts } from '../../storage/queries/attempts.ts';
 import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
 import { attemptRecordJson, endpointJson } from '../representations.ts';
 import { pageOf, pageQuerySchema, parsePage } from '../pagination.ts';
-import { pageOfSchema, problems, ref } from '../schemas.ts';
+import { bodyOptional, ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 export const idParams = {
@@ -48,7 +48,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: 'Create an endpoint',
         description: 'Saves an https address and the event types it receives. The response carries the signing secret: it is shown this once.',
         body: { type: 'object', additionalProperties: false, required: ['url', 'event_types'], properties: endpointFields },
-        response: { 201: ref('EndpointWithSecret'), ...problems(400, 401, 422, 429) },
+        response: { 201: ok('EndpointWithSecret', 'Created; the signing secret is in this response only.'), ...problems(400, 401, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => {
@@ -67,7 +67,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: 'List endpoints',
         description: 'Oldest first, each with its state, failure streak and newest attempt.',
         querystring: pageQuerySchema,
-        response: { 200: pageOfSchema('Endpoint', 'A page of endpoints.'), ...problems(400, 401, 429) },
+        response: { 200: ok(pageOfSchema('Endpoint'), 'A page of endpoints.'), ...problems(400, 401, 429) },
       },
     },
     async (req) => {
@@ -81,7 +81,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.get<{ Params: { id: string } }>(
     '/v1/endpoints/:id',
     {
-      schema: { tags, operationId: 'getEndpoint', summary: 'Get an endpoint', params: idParams, response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 429) } },
+      schema: { tags, operationId: 'getEndpoint', summary: 'Get an endpoint', params: idParams, response: { 200: ok('Endpoint', 'The endpoint.'), ...problems(400, 401, 404, 429) } },
     },
     async (req) => one(await endpoints.getEndpoint(deps, req.accountId, req.params.id)),
   );
@@ -96,7 +96,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         description: 'Changes the address (validated again), the subscribed event types or the description. Fields left out stay as they are.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: endpointFields },
-        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('Endpoint', 'The endpoint as updated.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => one(await endpoints.updateEndpoint(deps, req.accountId, req.params.id, req.body)),
@@ -130,7 +130,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         description:
           'Replaces the signing secret. The new one signs the very next attempt, retries of older events included, and the old one is discarded: have the receiver accept both secrets during the switch. The response carries the new secret, shown this once.',
         params: idParams,
-        response: { 200: ref('EndpointWithSecret'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('EndpointWithSecret', 'The endpoint with its new signing secret, in this response only.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => {
@@ -142,6 +142,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post<{ Params: { id: string }; Body: { event_type?: string } | undefined }>(
     '/v1/endpoints/:id/test',
     {
+      preValidation: bodyOptional,
       schema: {
         tags,
         operationId: 'sendTestEvent',
@@ -153,7 +154,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
           additionalProperties: false,
           properties: { event_type: { type: 'string', description: `Defaults to ${TEST_EVENT_TYPE}.`, examples: ['alarm.created'] } },
         },
-        response: { 200: ref('AttemptDetail'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('AttemptDetail', 'The test attempt: status code or error, duration, and the request sent.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => {
@@ -171,7 +172,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: 'Re-enable an endpoint',
         description: 'Enables the endpoint and resets its failure streak. Deliveries skipped while it was disabled stay skipped: send them with recover.',
         params: idParams,
-        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('Endpoint', 'The endpoint, enabled.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => one(await enableEndpoint(deps, req.accountId, req.params.id)),
@@ -180,6 +181,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.post<{ Params: { id: string }; Body: { reason?: string } | undefined }>(
     '/v1/endpoints/:id/disable',
     {
+      preValidation: bodyOptional,
       schema: {
         tags,
         operationId: 'disableEndpoint',
@@ -187,7 +189,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         description: 'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
-        response: { 200: ref('Endpoint'), ...problems(400, 401, 404, 422, 429) },
+        response: { 200: ok('Endpoint', 'The endpoint, disabled.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason)),
@@ -212,7 +214,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
             dry_run: { type: 'boolean', default: false },
           },
         },
-        response: { 200: ref('RecoverResult'), ...problems(400, 401, 404, 409, 422, 429) },
+        response: { 200: ok('RecoverResult', 'How many deliveries were (or would be) sent again.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req) => {

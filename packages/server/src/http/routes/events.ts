@@ -8,7 +8,7 @@ import { listDeliveriesOfEvent } from '../../storage/queries/deliveries.ts';
 import { getEvent, listEvents } from '../../storage/queries/events.ts';
 import { attemptJson, deliveryJson, eventJson } from '../representations.ts';
 import { pageQueryProperties, parseTimePage, timePageOf } from '../pagination.ts';
-import { pageOfSchema, problems, ref } from '../schemas.ts';
+import { ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 const eventBody = {
@@ -45,7 +45,7 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
         description:
           'Validates the data against the type\u2019s JSON Schema, stores the event and queues one delivery per subscribed endpoint. Publishing the same id again with the same body returns the original (with `Idempotent-Replayed: true`); with another body it is a 409.',
         body: eventBody,
-        response: { 202: ref('PublishedEvent'), ...problems(400, 401, 409, 413, 415, 422, 429) },
+        response: { 202: ok('PublishedEvent', 'Accepted: stored, and its deliveries queued.'), ...problems(400, 401, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => {
@@ -71,7 +71,7 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
           properties: { events: { type: 'array', minItems: 1, maxItems: MAX_BATCH, items: eventBody } },
         },
         response: {
-          202: { type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('PublishedEvent') } } },
+          202: ok({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('PublishedEvent') } } }, 'Accepted: every event stored, in the order sent.'),
           ...problems(400, 401, 409, 413, 415, 422, 429),
         },
       },
@@ -97,7 +97,7 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
             until: { type: 'string', description: 'Events created before this date-time.' },
           },
         },
-        response: { 200: pageOfSchema('Event', 'A page of events, newest first.'), ...problems(400, 401, 429) },
+        response: { 200: ok(pageOfSchema('Event'), 'A page of events, newest first.'), ...problems(400, 401, 429) },
       },
     },
     async (req) => {
@@ -121,7 +121,7 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
         summary: 'Get an event with its deliveries and attempts',
         description: 'The delivery to each endpoint, its state, and the attempts the log still keeps.',
         params: eventIdParams,
-        response: { 200: ref('EventDetail'), ...problems(400, 401, 404, 429) },
+        response: { 200: ok('EventDetail', 'The event, its deliveries and their attempts.'), ...problems(400, 401, 404, 429) },
       },
     },
     async (req) => {
@@ -152,7 +152,7 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
           'A finished delivery starts a fresh set of attempts now; a delivery waiting for a retry is brought forward; one being sent right now is left as it is. The endpoint must be enabled and subscribe to the event\u2019s type.',
         params: eventIdParams,
         body: { type: 'object', additionalProperties: false, required: ['endpoint_id'], properties: { endpoint_id: { type: 'string', format: 'uuid' } } },
-        response: { 202: ref('Delivery'), ...problems(400, 401, 404, 409, 422, 429) },
+        response: { 202: ok('Delivery', 'The delivery, queued (or left as it was while in flight).'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => reply.code(202).send(deliveryJson(await redeliverEvent(deps, req.accountId, req.params.id, req.body))),
