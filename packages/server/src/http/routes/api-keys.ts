@@ -2,24 +2,30 @@ import type { FastifyInstance } from 'fastify';
 import { createAccountApiKey, revokeAccountApiKey } from '../../services/accounts.ts';
 import { listApiKeys } from '../../storage/queries/api-keys.ts';
 import { apiKeyJson } from '../representations.ts';
-import { bodyOptional, ok, problems, ref } from '../schemas.ts';
+import { pageOf, pageQuerySchema, parsePage } from '../pagination.ts';
+import { bodyOptional, ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 const tags = ['API keys'];
 
 export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  app.get(
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>(
     '/v1/api-keys',
     {
       schema: {
         tags,
         operationId: 'listApiKeys',
         summary: 'List the account\u2019s API keys',
-        description: 'Revoked keys included. Only the visible prefix of each key is shown; the key itself was shown once.',
-        response: { 200: ok({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('ApiKey') } } }, 'The keys, oldest first.'), ...problems(401, 429) },
+        description: 'Oldest first, revoked keys included. Only the visible prefix of each key is shown; the key itself was shown once.',
+        querystring: pageQuerySchema,
+        response: { 200: ok(pageOfSchema('ApiKey'), 'A page of keys, oldest first.'), ...problems(400, 401, 429) },
       },
     },
-    async (req) => ({ data: (await listApiKeys(deps.db, req.accountId)).map(apiKeyJson) }),
+    async (req) => {
+      const page = parsePage(req.query);
+      const { items, next_cursor } = pageOf(await listApiKeys(deps.db, req.accountId, { limit: page.limit + 1, after: page.after }), page.limit);
+      return { data: items.map(apiKeyJson), next_cursor };
+    },
   );
 
   app.post<{ Body: { name?: string } | undefined }>(

@@ -1,25 +1,37 @@
 import type { FastifyInstance } from 'fastify';
-import { HeraldError } from '../../errors.ts';
+import { HeraldError, invalidField } from '../../errors.ts';
 import { getEventTypes, listEventTypes } from '../../storage/queries/event-types.ts';
 import { eventTypeJson } from '../representations.ts';
-import { ok, problems, ref } from '../schemas.ts';
+import { pageQueryProperties } from '../pagination.ts';
+import { ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
 const tags = ['Event types'];
 
 export function eventTypeRoutes(app: FastifyInstance, deps: RouteDeps): void {
-  app.get(
+  app.get<{ Querystring: { limit?: string; cursor?: string } }>(
     '/v1/event-types',
     {
       schema: {
         tags,
         operationId: 'listEventTypes',
         summary: 'List the event type catalog',
-        description: 'Every type an endpoint can subscribe to, with its JSON Schema and an example record. The catalog is short, so it is not paginated.',
-        response: { 200: ok({ type: 'object', required: ['data'], properties: { data: { type: 'array', items: ref('EventType') } } }, 'The catalog, by name.'), ...problems(401, 429) },
+        description: 'Every type an endpoint can subscribe to, with its JSON Schema and an example record, by name. Pages hold up to 100 (default 100 here: the catalog is usually shorter).',
+        querystring: {
+          type: 'object',
+          additionalProperties: false,
+          properties: { ...pageQueryProperties, limit: { ...pageQueryProperties.limit, description: 'Items per page, 1 to 100 (default 100).' } },
+        },
+        response: { 200: ok(pageOfSchema('EventType'), 'A page of the catalog, by name.'), ...problems(400, 401, 429) },
       },
     },
-    async () => ({ data: (await listEventTypes(deps.db)).map(eventTypeJson) }),
+    async (req) => {
+      const limit = req.query.limit === undefined ? 100 : Number(req.query.limit);
+      if (limit < 1 || limit > 100) throw invalidField('query.limit', 'must be between 1 and 100');
+      const rows = await listEventTypes(deps.db, { limit: limit + 1, after: req.query.cursor });
+      const items = rows.slice(0, limit);
+      return { data: items.map(eventTypeJson), next_cursor: rows.length > limit ? items[items.length - 1]!.name : null };
+    },
   );
 
   app.get<{ Params: { name: string } }>(

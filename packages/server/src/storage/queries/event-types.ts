@@ -34,8 +34,14 @@ export async function insertEventType(db: Queryable, t: EventTypeDefinition): Pr
   return rows[0];
 }
 
-export async function listEventTypes(db: Queryable): Promise<EventTypeRow[]> {
-  return (await db.query<EventTypeRow>(`SELECT ${COLUMNS} FROM event_types ORDER BY name`)).rows;
+/** The catalog by name; a page of it when `page` is given (`after`: the last name of the previous page). */
+export async function listEventTypes(db: Queryable, page?: { limit: number; after?: string }): Promise<EventTypeRow[]> {
+  return (
+    await db.query<EventTypeRow>(`SELECT ${COLUMNS} FROM event_types WHERE ($1::text IS NULL OR name > $1) ORDER BY name LIMIT $2`, [
+      page?.after ?? null,
+      page?.limit ?? null,
+    ])
+  ).rows;
 }
 
 export async function getEventTypes(db: Queryable, names: readonly string[]): Promise<EventTypeRow[]> {
