@@ -38,7 +38,8 @@ export function idempotency(app: FastifyInstance, deps: ServiceDeps): void {
 
   app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
     const raw = req.headers['idempotency-key'];
-    if (raw === undefined || !MUTATING.has(req.method)) return;
+    // Only for authenticated requests: keys are scoped to the caller's account.
+    if (raw === undefined || !MUTATING.has(req.method) || !req.accountId) return;
     const key = Array.isArray(raw) ? raw[0]! : raw;
     if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
       throw invalidField('headers.idempotency-key', 'must be 1 to 255 visible ASCII characters, e.g. a UUID');
