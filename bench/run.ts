@@ -28,6 +28,8 @@ const { values: opts } = parseArgs({
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
     split: { type: 'boolean', default: false },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+    /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
+    profile: { type: 'string' },
   },
 });
 const EVENTS = Number(opts.events);
@@ -67,7 +69,8 @@ function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(): 
 }
 
 function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
-  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args], {
+  const profile = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : [];
+  const child = spawn(process.execPath, [...nodeArgs, ...profile, CLI, ...args], {
     env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'pipe'],
   });

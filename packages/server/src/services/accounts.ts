@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { HeraldError, invalidField } from '../errors.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey, hashesEqual } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
+import { cachedApiKey, forgetApiKey, rememberApiKey } from './api-key-cache.ts';
 import { getAccount, insertAccount, type AccountRow } from '../storage/queries/accounts.ts';
 import { findApiKeyByPrefix, insertApiKey, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 
@@ -29,14 +30,22 @@ export async function createApiKey(
  * Resolves an `Authorization: Bearer <key>` header to the key's account.
  * Every failure is the same 401, so a caller learns nothing about which keys exist.
  */
-export async function authenticate(db: Queryable, authorization: string | undefined): Promise<{ accountId: string; keyId: string }> {
+export async function authenticate(
+  db: Queryable,
+  authorization: string | undefined,
+  now: number = performance.now(),
+): Promise<{ accountId: string; keyId: string }> {
   const unauthorized = () =>
     new HeraldError('unauthorized', 'send a valid API key as "Authorization: Bearer hk_..."; create one with: herald keys create --account <id>');
   const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
   const key = match?.[1];
   const prefix = key ? apiKeyPrefix(key) : undefined;
   if (!key || !prefix) throw unauthorized();
-  const row = await findApiKeyByPrefix(db, prefix);
+  let row = cachedApiKey(db, prefix, now);
+  if (!row) {
+    row = await findApiKeyByPrefix(db, prefix);
+    if (row) rememberApiKey(db, row, now);
+  }
   if (!row || row.revoked_at || !hashesEqual(row.secret_hash, hashApiKey(key))) throw unauthorized();
   return { accountId: row.account_id, keyId: row.id };
 }
@@ -53,5 +62,6 @@ export async function createAccountApiKey(db: Queryable, accountId: string, name
 export async function revokeAccountApiKey(db: Queryable, accountId: string, id: string): Promise<ApiKeyRow> {
   const row = await revokeApiKey(db, id, accountId);
   if (!row) throw new HeraldError('not_found', `no API key with id ${id} in this account`);
+  forgetApiKey(db, row.prefix);
   return row;
 }

@@ -4,6 +4,7 @@ import { listAccounts, type AccountRow } from '../storage/queries/accounts.ts';
 import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 import { listEventTypes } from '../storage/queries/event-types.ts';
 import { createAccount, createApiKey } from './accounts.ts';
+import { forgetApiKey } from './api-key-cache.ts';
 import { addEventType } from './event-types.ts';
 import type { ServiceDeps } from './deps.ts';
 
@@ -35,6 +36,7 @@ export const OPERATOR_OPS = {
   'keys.revoke': async (deps: ServiceDeps, args: Args) => {
     const row = await revokeApiKey(deps.db, String(args.key ?? ''));
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
+    forgetApiKey(deps.db, row.prefix);
     return keyJson(row);
   },
   'event-types.list': async (deps: ServiceDeps) => (await listEventTypes(deps.db)).map(eventTypeJson),
