@@ -80,11 +80,10 @@ function fields(pairs: Array<[string, string]>): string {
 
 const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
 
-/** "succeeded, HTTP 200, 35 ms" */
+/** "retrying, HTTP 429, 35 ms, HTTP 429 (too many requests)": the error only when it adds to the status. */
 function attemptSummary(a: Attempt): string {
-  return [a.outcome, a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`, `${a.duration_ms} ms`, a.error && a.status_code === null ? a.error : null]
-    .filter(Boolean)
-    .join(', ');
+  const status = a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`;
+  return [a.outcome, status, `${a.duration_ms} ms`, a.error !== null && a.error !== status ? a.error : null].filter(Boolean).join(', ');
 }
 
 export function endpointState(e: Endpoint): string {
@@ -105,7 +104,7 @@ export function endpointDetail(e: Endpoint): string {
     ['description', e.description || '(none)'],
     ['event types', e.event_types.join(', ')],
     ['state', endpointState(e)],
-    ['failures', `${e.failure_streak} of ${e.failure_threshold} in a row (disabled at ${e.failure_threshold})`],
+    ['failures', `${e.failure_streak} of ${e.failure_threshold} failed deliveries in a row before it is disabled`],
     ['secret', `${e.secret_hint} (masked)`],
     ['created', e.created_at],
     ['updated', e.updated_at],
@@ -169,7 +168,7 @@ export function eventDetail(e: EventDetail): string {
   lines.push('', e.deliveries.length === 0 ? 'deliveries: (none: no endpoint subscribed to this type when it was published)' : `deliveries (${e.deliveries.length}):`);
   for (const d of e.deliveries) {
     lines.push(`  ${deliveryLine(d)}`);
-    for (const a of d.attempt_log) lines.push(`    #${a.attempt_number}  ${a.started_at}  ${attemptSummary(a)}${a.error && a.status_code !== null ? `  ${a.error}` : ''}`);
+    for (const a of d.attempt_log) lines.push(`    #${a.attempt_number}  ${a.started_at}  ${attemptSummary(a)}`);
   }
   return lines.join('\n');
 }
