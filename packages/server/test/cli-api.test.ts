@@ -62,6 +62,10 @@ for (const engine of ENGINES) {
       assert.equal(res.code, 1);
       assert.match(res.stderr, /--api-key \/ HERALD_API_KEY: is required/);
       assert.match(res.stderr, /herald keys create --account <id>/);
+
+      const pasted = await cli(['endpoints', 'list'], { HERALD_API_KEY: `${h.apiKey}\n` });
+      assert.equal(pasted.code, 1);
+      assert.match(pasted.stderr, /--api-key \/ HERALD_API_KEY: must be the key as printed/);
     });
 
     test('a problem prints error: <detail> and each field error, exit 1; --json prints the problem too', async () => {

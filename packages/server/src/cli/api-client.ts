@@ -90,6 +90,21 @@ export function parseBaseUrl(raw: string): string {
   return url.toString().replace(/\/+$/, '');
 }
 
+/** `--api-key`: present, and sendable in a header. Neither message contains the key. */
+export function checkApiKey(raw: string | undefined, baseUrl: string): string {
+  if (!raw) {
+    throw new ConfigError(
+      '--api-key / HERALD_API_KEY',
+      `is required for the endpoints, attempts and events commands, which call the API at ${baseUrl}; ` +
+        'create a key with: herald keys create --account <id>, then export HERALD_API_KEY=hk_…',
+    );
+  }
+  if (!/^[\x21-\x7e]+$/.test(raw)) {
+    throw new ConfigError('--api-key / HERALD_API_KEY', 'must be the key as printed, hk_…, without spaces or other characters around it');
+  }
+  return raw;
+}
+
 /**
  * @example
  *   const api = createApiClient({ baseUrl: 'http://127.0.0.1:8080', apiKey });

@@ -6,7 +6,7 @@ import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import { openStorage, prepareDatabase } from '../storage/open.ts';
 import type { OperatorOp } from '../services/operator.ts';
-import { ApiProblemError, ApiUnreachableError, createApiClient, parseBaseUrl } from './api-client.ts';
+import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
 import { registerApiCommands } from './api-commands.ts';
 import { problemLines } from './api-output.ts';
 import { runOperatorOp } from './operator-client.ts';
@@ -118,14 +118,7 @@ registerApiCommands(program, {
   api() {
     const { heraldUrl, apiKey } = program.opts<{ heraldUrl: string; apiKey?: string }>();
     const baseUrl = parseBaseUrl(heraldUrl);
-    if (!apiKey) {
-      throw new ConfigError(
-        '--api-key / HERALD_API_KEY',
-        'is required for the endpoints, attempts and events commands, which call the API at ' +
-          `${baseUrl}; create a key with: herald keys create --account <id>, then export HERALD_API_KEY=hk_…`,
-      );
-    }
-    return createApiClient({ baseUrl, apiKey });
+    return createApiClient({ baseUrl, apiKey: checkApiKey(apiKey, baseUrl) });
   },
 });
 
