@@ -63,6 +63,10 @@ export interface RateLimits {
   ingestPerMinute: number;
 }
 
+/** Where the API listens unless told otherwise; the CLI's API commands look there by default. */
+export const DEFAULT_HOST = '127.0.0.1';
+export const DEFAULT_PORT = 8080;
+
 /** SPEC.md: a receiver answers within 10 seconds. Fixed: it is part of the contract. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
@@ -128,8 +132,8 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   const defaults = DEFAULT_RETRY;
   const config: Config = {
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
-    host: flags.host ?? env.HERALD_HOST ?? '127.0.0.1',
-    port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, 8080, 0, 65535),
+    host: flags.host ?? env.HERALD_HOST ?? DEFAULT_HOST,
+    port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, DEFAULT_PORT, 0, 65535),
     // Relative to where the user typed the command: npm runs a workspace's
     // scripts in the workspace folder (so `npm start` at the root would use
     // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD

@@ -1,11 +1,14 @@
 import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
-import { loadConfig, type Flags } from '../config.ts';
+import { DEFAULT_HOST, DEFAULT_PORT, loadConfig, type Flags } from '../config.ts';
 import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import { openStorage, prepareDatabase } from '../storage/open.ts';
 import type { OperatorOp } from '../services/operator.ts';
+import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
+import { registerApiCommands } from './api-commands.ts';
+import { problemLines } from './api-output.ts';
 import { runOperatorOp } from './operator-client.ts';
 import { printResult } from './output.ts';
 
@@ -14,6 +17,14 @@ const program = new Command('herald')
   .showHelpAfterError('(run with --help for usage)')
   .addOption(new Option('--data-dir <dir>', 'embedded database directory').env('HERALD_DATA_DIR'))
   .addOption(new Option('--database-url <url>', 'PostgreSQL URL; the embedded database is used when unset').env('DATABASE_URL'))
+  // The API commands' settings. Not --url: `endpoints create --url` is the endpoint's
+  // address, and commander would hand a program-wide --url to the program.
+  .addOption(
+    new Option('--herald-url <url>', "where Herald's API listens (endpoints, attempts, events)")
+      .env('HERALD_URL')
+      .default(`http://${DEFAULT_HOST}:${DEFAULT_PORT}`),
+  )
+  .addOption(new Option('--api-key <key>', 'an API key, hk_… (endpoints, attempts, events)').env('HERALD_API_KEY'))
   .option('--json', 'print machine-readable JSON');
 
 function config(extra: Flags = {}) {
@@ -102,6 +113,15 @@ eventTypes
     op('event-types.add', { name, description: o.description, schema: readJson('--schema', o.schema), example: readJson('--example', o.example) }),
   );
 
+registerApiCommands(program, {
+  json: () => program.opts<{ json?: boolean }>().json === true,
+  api() {
+    const { heraldUrl, apiKey } = program.opts<{ heraldUrl: string; apiKey?: string }>();
+    const baseUrl = parseBaseUrl(heraldUrl);
+    return createApiClient({ baseUrl, apiKey: checkApiKey(apiKey, baseUrl) });
+  },
+});
+
 function readJson(flag: string, file: string | undefined): unknown {
   if (!file) return undefined;
   try {
@@ -112,7 +132,12 @@ function readJson(flag: string, file: string | undefined): unknown {
 }
 
 program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError) {
+  if (err instanceof ApiProblemError) {
+    if (program.opts<{ json?: boolean }>().json && err.body !== undefined) console.log(JSON.stringify(err.body, null, 2));
+    console.error(problemLines(err.problem).join('\n'));
+  } else if (err instanceof ApiUnreachableError) {
+    console.error(`error: ${err.message}`);
+  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError) {
     console.error(`herald: ${err.message}`);
   } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
     console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);

@@ -1,0 +1,184 @@
+import type { ApiProblem } from './api-client.ts';
+
+/**
+ * How the API commands show the API's answers to people. Scripts use
+ * `--json`, which prints the API's JSON as it came; these renderings may change.
+ * The fields read here are the ones documented in the OpenAPI document.
+ */
+
+export interface Attempt {
+  id: string;
+  event_id: string;
+  event_type: string;
+  attempt_number: number;
+  is_test: boolean;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: 'succeeded' | 'retrying' | 'failed';
+  error: string | null;
+}
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  event_types: string[];
+  state: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  failure_streak: number;
+  failure_threshold: number;
+  secret_hint: string;
+  created_at: string;
+  updated_at: string;
+  last_attempt: Attempt | null;
+  /** Only in the answer to create and rotate-secret. */
+  secret?: string;
+}
+
+export interface Delivery {
+  id: string;
+  event_id: string;
+  endpoint_id: string;
+  state: 'pending' | 'succeeded' | 'failed' | 'skipped';
+  attempts: number;
+  next_attempt_at: string | null;
+  last_status: number | null;
+  last_error: string | null;
+}
+
+export interface HeraldEvent {
+  id: string;
+  type: string;
+  created_at: string;
+  payload: unknown;
+}
+
+export interface EventDetail extends HeraldEvent {
+  deliveries: Array<Delivery & { attempt_log: Attempt[] }>;
+}
+
+export interface RecoverResult {
+  since: string;
+  dry_run: boolean;
+  count: number;
+}
+
+/** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export function table(header: string[], rows: string[][]): string {
+  if (rows.length === 0) return '(none)';
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
+  return [header, ...rows].map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(widths[i]!))).join('  ').trimEnd()).join('\n');
+}
+
+/** `label  value` lines, labels aligned. */
+function fields(pairs: Array<[string, string]>): string {
+  const width = Math.max(...pairs.map(([label]) => label.length));
+  return pairs.map(([label, value]) => `${label.padEnd(width)}  ${value}`).join('\n');
+}
+
+const plural = (n: number, one: string, many = `${one}s`) => `${n} ${n === 1 ? one : many}`;
+
+/** "retrying, HTTP 429, 35 ms, HTTP 429 (too many requests)": the error only when it adds to the status. */
+function attemptSummary(a: Attempt): string {
+  const status = a.status_code === null ? 'no answer' : `HTTP ${a.status_code}`;
+  return [a.outcome, status, `${a.duration_ms} ms`, a.error !== null && a.error !== status ? a.error : null].filter(Boolean).join(', ');
+}
+
+export function endpointState(e: Endpoint): string {
+  return e.state === 'enabled' ? 'enabled' : `disabled since ${e.disabled_at}: ${e.disabled_reason}`;
+}
+
+export function endpointRows(endpoints: Endpoint[]): string {
+  return table(
+    ['ID', 'STATE', 'FAILURES', 'URL', 'EVENT TYPES'],
+    endpoints.map((e) => [e.id, e.state, `${e.failure_streak}/${e.failure_threshold}`, e.url, e.event_types.join(',')]),
+  );
+}
+
+export function endpointDetail(e: Endpoint): string {
+  return fields([
+    ['id', e.id],
+    ['url', e.url],
+    ['description', e.description || '(none)'],
+    ['event types', e.event_types.join(', ')],
+    ['state', endpointState(e)],
+    ['failures', `${e.failure_streak} of ${e.failure_threshold} failed deliveries in a row before it is disabled`],
+    ['secret', `${e.secret_hint} (masked)`],
+    ['created', e.created_at],
+    ['updated', e.updated_at],
+    ['last attempt', e.last_attempt ? `${e.last_attempt.started_at}  ${attemptSummary(e.last_attempt)}` : '(none)'],
+  ]);
+}
+
+/** The one time a signing secret is shown, worded as `herald keys create` words an API key. */
+export function secretShownOnce(e: Endpoint & { secret: string }): string {
+  return `Signing secret of endpoint ${e.id} (shown once; store it now in your receiver's secret store):\n\n  ${e.secret}\n`;
+}
+
+export function attemptRows(attempts: Attempt[]): string {
+  return table(
+    ['STARTED', 'OUTCOME', 'STATUS', 'DURATION', 'TRY', 'EVENT TYPE', 'EVENT', 'ERROR'],
+    attempts.map((a) => [
+      a.started_at,
+      a.outcome,
+      a.status_code === null ? '-' : String(a.status_code),
+      `${a.duration_ms} ms`,
+      a.is_test ? 'test' : `#${a.attempt_number}`,
+      a.event_type,
+      a.event_id,
+      a.error ?? '',
+    ]),
+  );
+}
+
+export function testResult(endpoint: { id: string }, a: Attempt & { request: { url: string } }): string {
+  return [
+    `Test event ${a.event_type} to ${a.request.url}: ${a.outcome === 'succeeded' ? 'succeeded' : 'FAILED'}`,
+    fields([
+      ['status', a.status_code === null ? 'no answer' : String(a.status_code)],
+      ['error', a.error ?? '(none)'],
+      ['duration', `${a.duration_ms} ms`],
+      ['attempt', `${a.id} (in the attempt log of endpoint ${endpoint.id})`],
+    ])
+      .split('\n')
+      .map((line) => `  ${line}`)
+      .join('\n'),
+  ].join('\n');
+}
+
+export function recoverResult(endpointId: string, r: RecoverResult): string {
+  const what = `${plural(r.count, 'failed or skipped delivery', 'failed or skipped deliveries')} of endpoint ${endpointId} created since ${r.since}`;
+  return r.dry_run ? `would send again ${what} (dry run: nothing was sent)` : `sending again ${what}`;
+}
+
+export function eventRows(events: HeraldEvent[]): string {
+  return table(['ID', 'CREATED', 'TYPE'], events.map((e) => [e.id, e.created_at, e.type]));
+}
+
+export function deliveryLine(d: Delivery): string {
+  const next = d.state === 'pending' && d.next_attempt_at ? `, next attempt at ${d.next_attempt_at}` : '';
+  const last = d.last_status !== null ? `, last HTTP ${d.last_status}` : d.last_error ? `, last error: ${d.last_error}` : '';
+  return `endpoint ${d.endpoint_id}  ${d.state}  (${plural(d.attempts, 'attempt')}${next}${last})`;
+}
+
+export function eventDetail(e: EventDetail): string {
+  const lines = [fields([['id', e.id], ['type', e.type], ['created', e.created_at], ['payload', JSON.stringify(e.payload)]])];
+  lines.push('', e.deliveries.length === 0 ? 'deliveries: (none: no endpoint subscribed to this type when it was published)' : `deliveries (${e.deliveries.length}):`);
+  for (const d of e.deliveries) {
+    lines.push(`  ${deliveryLine(d)}`);
+    for (const a of d.attempt_log) lines.push(`    #${a.attempt_number}  ${a.started_at}  ${attemptSummary(a)}`);
+  }
+  return lines.join('\n');
+}
+
+/** `error: <detail>` and each invalid field the detail does not already spell out. */
+export function problemLines(p: ApiProblem): string[] {
+  const lines = [`error: ${p.detail} (${p.status} ${p.code})`];
+  const errors = p.errors ?? [];
+  const spelledOut = errors.length === 1 && p.detail === `${errors[0]!.field}: ${errors[0]!.message}`;
+  if (!spelledOut) for (const e of errors) lines.push(`  ${e.field}: ${e.message}`);
+  if (p.status === 401) lines.push('The API key in --api-key / HERALD_API_KEY was refused: it is unknown, mistyped or revoked.');
+  return lines;
+}
