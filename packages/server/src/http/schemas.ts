@@ -81,7 +81,7 @@ const endpointProperties = {
   id: uuid,
   url: { type: 'string', description: 'The https address that receives events.' },
   description: { type: 'string' },
-  event_types: { type: 'array', items: { type: 'string' }, description: 'The event types this endpoint receives.' },
+  event_types: { type: 'array', items: { type: 'string' }, description: 'The event types this endpoint receives, sorted by name, each once.' },
   state: { type: 'string', enum: ['enabled', 'disabled'] },
   disabled_reason: { ...nullable({ type: 'string' }), description: 'Why it was disabled.' },
   disabled_at: nullable(time),
@@ -141,7 +141,11 @@ const eventDetail = {
         required: [...Object.keys(deliveryProperties), 'attempt_log'],
         properties: {
           ...deliveryProperties,
-          attempt_log: { type: 'array', items: ref('Attempt'), description: 'Its attempts still in the log (the log keeps 100 per endpoint).' },
+          attempt_log: {
+            type: 'array',
+            items: ref('Attempt'),
+            description: 'Its attempts still in the log (which keeps 100 per endpoint), oldest first: the story of this delivery, every round included.',
+          },
         },
       },
     },
