@@ -99,15 +99,11 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
       )}
 
       <div class="detail-grid">
-        <div class="detail-main">
-          <TestEventCard endpoint={e} selectRef={testSelect} onSent={() => void refresh()} />
-          <AttemptLog endpointId={e.id} all={attempts} />
-        </div>
-        <aside class="detail-side">
-          <EndpointFacts endpoint={e} onRotate={() => setDialog('rotate')} onRecover={() => setDialog('recover')} />
-          <HealthCard attempts={attempts.data?.data} loading={attempts.loading && !attempts.data} />
-        </aside>
+        <EndpointFacts endpoint={e} onRotate={() => setDialog('rotate')} onRecover={() => setDialog('recover')} />
+        <HealthCard attempts={attempts.data?.data} loading={attempts.loading && !attempts.data} />
       </div>
+      <TestEventCard endpoint={e} selectRef={testSelect} onSent={() => void refresh()} />
+      <AttemptLog endpointId={e.id} all={attempts} />
 
       <RotateDialog open={dialog === 'rotate'} endpoint={e} onClose={() => setDialog(undefined)} onRotated={(next) => updated(next)} />
       <RecoverDialog

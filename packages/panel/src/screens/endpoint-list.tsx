@@ -49,6 +49,13 @@ function EndpointTable({ endpoints }: { endpoints: Endpoint[] }) {
     <div class="card card-flush">
       <table class="table table-endpoints" data-testid="endpoint-table">
         <caption class="visually-hidden">Endpoints</caption>
+        <colgroup>
+          <col class="col-endpoint" />
+          <col class="col-events" />
+          <col class="col-status" />
+          <col class="col-failures" />
+          <col class="col-last" />
+        </colgroup>
         <thead>
           <tr>
             <th scope="col">Endpoint</th>

@@ -3,6 +3,7 @@ import type { Writable } from 'node:stream';
 import { HeraldError } from '../errors.ts';
 import { authenticate } from '../services/accounts.ts';
 import type { ServiceDeps } from '../services/deps.ts';
+import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { eventRoutes } from './routes/events.ts';
@@ -25,6 +26,8 @@ export interface AppOptions extends RouteDeps {
   logLevel: string;
   /** Where logs go; stdout by default. Tests pass a stream to inspect them. */
   logStream?: Writable;
+  /** Serve the control panel at `/` from this build; without it, only the API. */
+  panel?: PanelOptions;
 }
 
 /**
@@ -70,6 +73,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     eventRoutes(v1, options);
     eventTypeRoutes(v1, options);
   });
+
+  if (options.panel) await app.register(panelRoutes, options.panel);
 
   return app;
 }

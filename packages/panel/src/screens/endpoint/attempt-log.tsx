@@ -59,6 +59,13 @@ export function AttemptLog({ endpointId, all }: Props) {
       {rows && rows.length > 0 && (
         <table class="table table-attempts" data-testid="attempt-table">
           <caption class="visually-hidden">{failuresOnly ? 'Failed attempts' : 'Attempts'}</caption>
+          <colgroup>
+            <col class="col-time" />
+            <col class="col-event" />
+            <col class="col-response" />
+            <col class="col-duration" />
+            <col class="col-toggle" />
+          </colgroup>
           <thead>
             <tr>
               <th scope="col">Time</th>
