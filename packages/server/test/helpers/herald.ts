@@ -5,6 +5,7 @@ import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
 import { buildApp } from '../../src/http/app.ts';
+import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
 import type { ServiceDeps } from '../../src/services/deps.ts';
 import type { Engine } from '../../src/storage/db.ts';
@@ -38,7 +39,10 @@ export function testDispatcherConfig(overrides: Partial<DispatcherConfig> = {}):
 }
 
 /** A Herald in this process on a fresh database: the API (inject) and a dispatcher driven by tick(). */
-export async function createTestHerald(engine: Engine, options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number } = {}): Promise<TestHerald> {
+export async function createTestHerald(
+  engine: Engine,
+  options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number; panel?: PanelOptions } = {},
+): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
   const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator() };
@@ -46,7 +50,7 @@ export async function createTestHerald(engine: Engine, options: { dispatcher?: P
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
-  const app = await buildApp({ ...deps, disableAfter: config.disableAfter, maxBodyBytes: 1024 * 1024, logLevel: 'info', logStream });
+  const app = await buildApp({ ...deps, disableAfter: config.disableAfter, maxBodyBytes: 1024 * 1024, logLevel: 'info', logStream, panel: options.panel });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
 
   async function newAccount(name = 'Acme Logistics') {
