@@ -1,3 +1,4 @@
+import { panelDistDir } from '@herald/panel';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Writable } from 'node:stream';
@@ -50,6 +51,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         maxBodyBytes: config.maxBodyBytes,
         logLevel: config.logLevel,
         logStream,
+        panel: { root: panelDistDir },
       });
       url = await app.listen({ host: config.host, port: config.port });
       closers.push(() => app!.close(), () => agent.close());

@@ -48,7 +48,7 @@ program
     const herald = await startHerald({ config: cfg });
     const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
     console.error(`Herald is running (${cfg.role}) on ${engine}.`);
-    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz`);
+    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
     console.error('First steps:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald keys create --account <account id>');
     let stopping = false;
     const shutdown = (signal: string) => {

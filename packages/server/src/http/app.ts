@@ -7,6 +7,7 @@ import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { idempotency } from './idempotency.ts';
 import { registerOpenApi } from './openapi.ts';
+import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
@@ -43,6 +44,8 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   outbound?: OutboundDeps;
   /** Where logs go; stdout by default. Tests pass a stream to inspect them. */
   logStream?: Writable;
+  /** Serve the control panel at `/` from this build; without it, only the API. */
+  panel?: PanelOptions;
 }
 
 /**
@@ -114,6 +117,8 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     eventTypeRoutes(v1, options);
     apiKeyRoutes(v1, options);
   });
+
+  if (options.panel) await app.register(panelRoutes, options.panel);
 
   return app;
 }

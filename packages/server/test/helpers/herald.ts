@@ -6,6 +6,7 @@ import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
 import { createAgent } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
+import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
 import type { ServiceDeps } from '../../src/services/deps.ts';
 import type { Engine } from '../../src/storage/db.ts';
@@ -42,7 +43,7 @@ export function testDispatcherConfig(overrides: Partial<DispatcherConfig> = {}):
 /** A Herald in this process on a fresh database: the API (inject) and a dispatcher driven by tick(). */
 export async function createTestHerald(
   engine: Engine,
-  options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number; rateLimits?: Partial<RateLimits> } = {},
+  options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number; rateLimits?: Partial<RateLimits>; panel?: PanelOptions } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
@@ -60,6 +61,7 @@ export async function createTestHerald(
     maxBodyBytes: 1024 * 1024,
     logLevel: 'info',
     logStream,
+    panel: options.panel,
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
 

@@ -1,0 +1,2 @@
+/** The folder of the built panel (`npm run build -w @herald/panel` writes it). */
+export declare const panelDistDir: string;

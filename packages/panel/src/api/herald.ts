@@ -1,0 +1,87 @@
+import { ApiError, request } from './client.ts';
+import type {
+  Attempt,
+  AttemptDetail,
+  Endpoint,
+  EndpointInput,
+  EndpointWithSecret,
+  EventType,
+  Page,
+  RecoverResult,
+  Session,
+} from './types.ts';
+
+/** One function per API route the panel uses. */
+
+const enc = encodeURIComponent;
+
+/** First run: true while Herald has no user. A Herald without the route (404) needs no setup. */
+export async function getSetup(): Promise<{ needed: boolean }> {
+  try {
+    return await request<{ needed: boolean }>('GET', '/v1/setup');
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) return { needed: false };
+    throw err;
+  }
+}
+
+export const setup = (body: { account_name: string; name: string; email: string; password: string }) =>
+  request<Session>('POST', '/v1/setup', { body, expect401: true });
+
+/** The current session, or null when signed out. */
+export async function getSession(): Promise<Session | null> {
+  try {
+    return await request<Session>('GET', '/v1/session', { expect401: true });
+  } catch (err) {
+    if (err instanceof ApiError && (err.status === 401 || err.status === 404)) return null;
+    throw err;
+  }
+}
+
+export const signIn = (email: string, password: string) =>
+  request<Session>('POST', '/v1/session', { body: { email, password }, expect401: true });
+
+export const signOut = () => request<void>('DELETE', '/v1/session', { expect401: true });
+
+export const listEventTypes = (signal?: AbortSignal) => request<Page<EventType>>('GET', '/v1/event-types', { signal });
+
+/** Every endpoint of the account, following the cursor (100 a page). */
+export async function listEndpoints(signal?: AbortSignal): Promise<Endpoint[]> {
+  const all: Endpoint[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `?limit=100${cursor ? `&cursor=${enc(cursor)}` : ''}`;
+    const page: Page<Endpoint> = await request<Page<Endpoint>>('GET', `/v1/endpoints${query}`, { signal });
+    all.push(...page.data);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+export const getEndpoint = (id: string, signal?: AbortSignal) => request<Endpoint>('GET', `/v1/endpoints/${enc(id)}`, { signal });
+
+export const createEndpoint = (body: EndpointInput) => request<EndpointWithSecret>('POST', '/v1/endpoints', { body });
+
+export const updateEndpoint = (id: string, body: Partial<EndpointInput>) => request<Endpoint>('PATCH', `/v1/endpoints/${enc(id)}`, { body });
+
+export const deleteEndpoint = (id: string) => request<void>('DELETE', `/v1/endpoints/${enc(id)}`);
+
+export const rotateSecret = (id: string) => request<EndpointWithSecret>('POST', `/v1/endpoints/${enc(id)}/rotate-secret`);
+
+/** Sends one test request now; without a type Herald sends `webhook.test`. */
+export const sendTest = (id: string, eventType?: string) =>
+  request<AttemptDetail>('POST', `/v1/endpoints/${enc(id)}/test`, { body: eventType ? { event_type: eventType } : {} });
+
+export const enableEndpoint = (id: string) => request<Endpoint>('POST', `/v1/endpoints/${enc(id)}/enable`);
+
+export const recoverDeliveries = (id: string, since: string, dryRun: boolean) =>
+  request<RecoverResult>('POST', `/v1/endpoints/${enc(id)}/recover`, { body: { since, dry_run: dryRun } });
+
+/** The attempt log, newest first (Herald keeps the last 100). */
+export const listAttempts = (id: string, options: { failuresOnly?: boolean; signal?: AbortSignal } = {}) =>
+  request<Page<Attempt>>('GET', `/v1/endpoints/${enc(id)}/attempts?limit=100${options.failuresOnly ? '&outcome=retrying,failed' : ''}`, {
+    signal: options.signal,
+  });
+
+export const getAttempt = (id: string, attemptId: string, signal?: AbortSignal) =>
+  request<AttemptDetail>('GET', `/v1/endpoints/${enc(id)}/attempts/${enc(attemptId)}`, { signal });

@@ -1,0 +1,115 @@
+/**
+ * The shapes of Herald's public /v1 API as the panel uses them
+ * (README "API reference" and the management API contract of issue #5).
+ * Times are ISO 8601 UTC strings.
+ */
+
+export interface User {
+  id: string;
+  email: string;
+  name: string;
+}
+
+export interface Account {
+  id: string;
+  name: string;
+}
+
+/** POST/GET /v1/session and POST /v1/setup. The CSRF token goes with every non-GET request. */
+export interface Session {
+  user: User;
+  account: Account;
+  csrf_token: string;
+}
+
+export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
+
+/** The latest attempt as the endpoint list carries it. */
+export interface AttemptSummary {
+  id: string;
+  started_at: string;
+  outcome: AttemptOutcome;
+  status_code: number | null;
+  error: string | null;
+  duration_ms: number;
+  is_test: boolean;
+}
+
+export interface Endpoint {
+  id: string;
+  url: string;
+  description: string;
+  event_types: string[];
+  state: 'enabled' | 'disabled';
+  disabled_reason: string | null;
+  disabled_at: string | null;
+  failure_streak: number;
+  failure_threshold: number;
+  /** The start of the signing secret, e.g. "whsec_B8vG…"; the secret itself is shown once. */
+  secret_hint: string;
+  created_at: string;
+  updated_at: string;
+  last_attempt?: AttemptSummary | null;
+}
+
+/** The answers of create and rotate-secret: the only ones that carry the secret. */
+export interface EndpointWithSecret extends Endpoint {
+  secret: string;
+}
+
+export interface EndpointInput {
+  url: string;
+  event_types: string[];
+  description?: string;
+}
+
+/** One HTTP request Herald sent (its id is the X-Service-Delivery-ID). */
+export interface Attempt {
+  id: string;
+  endpoint_id: string;
+  delivery_id: string | null;
+  event_id: string;
+  event_type: string;
+  attempt_number: number;
+  is_test: boolean;
+  started_at: string;
+  duration_ms: number;
+  status_code: number | null;
+  outcome: AttemptOutcome;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+/** GET /v1/endpoints/:id/attempts/:attempt_id and the answer of a test. */
+export interface AttemptDetail extends Attempt {
+  request: { url?: string; headers: Record<string, string>; body: string };
+}
+
+export interface EventType {
+  name: string;
+  description: string;
+  builtin: boolean;
+  schema: unknown;
+  example: unknown;
+}
+
+export interface Page<T> {
+  data: T[];
+  next_cursor: string | null;
+}
+
+export interface RecoverResult {
+  since: string;
+  dry_run: boolean;
+  count: number;
+}
+
+/** RFC 9457 problem details with Herald's stable `code`. */
+export interface Problem {
+  type: string;
+  title: string;
+  status: number;
+  code: string;
+  detail: string;
+  errors?: Array<{ field: string; message: string }>;
+}

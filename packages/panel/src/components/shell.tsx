@@ -1,0 +1,58 @@
+import type { ComponentChildren } from 'preact';
+import { useState } from 'preact/hooks';
+import { paths } from '../lib/router.ts';
+import { useSession } from '../lib/session.ts';
+import { Link } from './link.tsx';
+
+/** The frame around signed-in screens: brand, account, sign-out, and Settings → Webhooks. */
+export function Shell({ children }: { children: ComponentChildren }) {
+  const { session, signOut } = useSession();
+  const [leaving, setLeaving] = useState(false);
+  return (
+    <div class="shell">
+      <a class="skip-link" href="#main">
+        Skip to content
+      </a>
+      <header class="topbar">
+        <Link href={paths.webhooks} class="brand">
+          <img src="/favicon.svg" alt="" width={24} height={24} />
+          <span>Herald</span>
+        </Link>
+        <span class="account" data-testid="account-name">
+          {session.account.name}
+        </span>
+        <div class="topbar-user">
+          <span class="user-name" title={session.user.email}>
+            {session.user.name || session.user.email}
+          </span>
+          <button
+            type="button"
+            class="btn btn-ghost btn-small"
+            disabled={leaving}
+            onClick={async () => {
+              setLeaving(true);
+              await signOut().finally(() => setLeaving(false));
+            }}
+          >
+            Sign out
+          </button>
+        </div>
+      </header>
+      <div class="layout">
+        <nav class="sidenav" aria-label="Settings">
+          <p class="sidenav-heading">Settings</p>
+          <ul>
+            <li>
+              <Link href={paths.webhooks} class="sidenav-link" aria-current="page">
+                Webhooks
+              </Link>
+            </li>
+          </ul>
+        </nav>
+        <main id="main" class="main" tabIndex={-1}>
+          {children}
+        </main>
+      </div>
+    </div>
+  );
+}

@@ -1,0 +1,70 @@
+import { useState } from 'preact/hooks';
+import type { ApiError } from '../../api/client.ts';
+import { enableEndpoint } from '../../api/herald.ts';
+import type { Endpoint } from '../../api/types.ts';
+import { ErrorAlert } from '../../components/alert.tsx';
+import { Button } from '../../components/button.tsx';
+import { TimeAgo } from '../../components/time-ago.tsx';
+import { asApiError } from '../../lib/use-resource.ts';
+
+interface Props {
+  endpoint: Endpoint;
+  onEnabled(next: Endpoint): void;
+  onRecover(): void;
+  onTest(): void;
+}
+
+/** What a disabled endpoint means, since when and why, and the ways back. */
+export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Props) {
+  const [busy, setBusy] = useState(false);
+  const [error, setError] = useState<ApiError>();
+
+  async function enable() {
+    setBusy(true);
+    setError(undefined);
+    try {
+      onEnabled(await enableEndpoint(e.id));
+    } catch (err) {
+      setError(asApiError(err));
+      setBusy(false);
+    }
+  }
+
+  return (
+    <section class="banner banner-danger" aria-labelledby="disabled-heading" data-testid="disabled-banner">
+      <h2 id="disabled-heading" class="banner-title">
+        <span aria-hidden="true">⚠ </span>This endpoint is disabled
+      </h2>
+      <p>
+        {e.disabled_at ? (
+          <>
+            Herald disabled it <TimeAgo iso={e.disabled_at} /> (<span class="nowrap">{new Date(e.disabled_at).toLocaleString()}</span>)
+          </>
+        ) : (
+          'It was disabled'
+        )}
+        {e.disabled_reason ? (
+          <>
+            : <strong data-testid="disabled-reason">{e.disabled_reason}</strong>
+          </>
+        ) : (
+          '.'
+        )}
+      </p>
+      <p>
+        No requests are sent to it. Events that arrive meanwhile are kept as skipped deliveries. Fix the receiver, send a test event to check it,
+        then re-enable the endpoint and recover what it missed.
+      </p>
+      {error && <ErrorAlert error={error} title="The endpoint could not be re-enabled" />}
+      <div class="banner-actions">
+        <Button onClick={onTest}>Send a test event</Button>
+        <Button variant="primary" busy={busy} onClick={enable} data-testid="re-enable">
+          Re-enable
+        </Button>
+        <Button onClick={onRecover} data-testid="recover-from-banner">
+          Recover skipped and failed deliveries…
+        </Button>
+      </div>
+    </section>
+  );
+}

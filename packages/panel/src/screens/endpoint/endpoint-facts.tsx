@@ -1,0 +1,51 @@
+import type { Endpoint } from '../../api/types.ts';
+import { Button } from '../../components/button.tsx';
+import { TimeAgo } from '../../components/time-ago.tsx';
+import { FailureStreak } from './failure-streak.tsx';
+
+/** The endpoint's settings at a glance: events, secret hint, failure streak, dates. */
+export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: Endpoint; onRotate(): void; onRecover(): void }) {
+  return (
+    <section class="card" aria-labelledby="facts-heading">
+      <h2 id="facts-heading" class="card-title">
+        Details
+      </h2>
+      <dl class="facts">
+        <dt>Events</dt>
+        <dd>
+          <ul class="plain-list">
+            {e.event_types.map((t) => (
+              <li key={t} class="mono">
+                {t}
+              </li>
+            ))}
+          </ul>
+        </dd>
+        <dt>Signing secret</dt>
+        <dd>
+          <span class="mono secret-hint" data-testid="secret-hint">
+            {e.secret_hint}
+          </span>
+          <Button small variant="ghost" onClick={onRotate}>
+            Rotate…
+          </Button>
+        </dd>
+        <dt>Consecutive failures</dt>
+        <dd>
+          <FailureStreak endpoint={e} />
+          <span class="hint">At {e.failure_threshold} failed deliveries in a row Herald disables the endpoint.</span>
+        </dd>
+        <dt>Redeliver</dt>
+        <dd>
+          <Button small variant="ghost" onClick={onRecover} data-testid="open-recover">
+            Recover deliveries…
+          </Button>
+        </dd>
+        <dt>Created</dt>
+        <dd>
+          <TimeAgo iso={e.created_at} exact />
+        </dd>
+      </dl>
+    </section>
+  );
+}

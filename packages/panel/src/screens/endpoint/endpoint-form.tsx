@@ -1,0 +1,145 @@
+import { useRef, useState } from 'preact/hooks';
+import type { ApiError } from '../../api/client.ts';
+import { listEventTypes } from '../../api/herald.ts';
+import type { EndpointInput } from '../../api/types.ts';
+import { ErrorAlert } from '../../components/alert.tsx';
+import { Button } from '../../components/button.tsx';
+import { describedBy, Field } from '../../components/field.tsx';
+import { Link } from '../../components/link.tsx';
+import { Loading } from '../../components/loading.tsx';
+import { checkEndpointUrl } from '../../lib/endpoint-url.ts';
+import { asApiError, useResource } from '../../lib/use-resource.ts';
+import { EventTypePicker } from './event-type-picker.tsx';
+
+interface Props {
+  initial: EndpointInput;
+  submitLabel: string;
+  cancelHref: string;
+  onSubmit(input: EndpointInput): Promise<void>;
+}
+
+type Errors = Partial<Record<'url' | 'event_types' | 'description', string>>;
+
+/**
+ * Add and edit share this form. The address is checked here as the user
+ * leaves the field and again on submit; what the server still refuses comes
+ * back as field errors and is shown at the same place.
+ */
+export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Props) {
+  const catalog = useResource((signal) => listEventTypes(signal), 'event-types');
+  const [url, setUrl] = useState(initial.url);
+  const [description, setDescription] = useState(initial.description ?? '');
+  const [types, setTypes] = useState<string[]>(initial.event_types);
+  const [errors, setErrors] = useState<Errors>({});
+  const [formError, setFormError] = useState<ApiError>();
+  const [busy, setBusy] = useState(false);
+  const urlInput = useRef<HTMLInputElement>(null);
+  const descInput = useRef<HTMLTextAreaElement>(null);
+  const typesGroup = useRef<HTMLFieldSetElement>(null);
+
+  function check(): Errors {
+    const found: Errors = {};
+    const urlProblem = checkEndpointUrl(url);
+    if (urlProblem) found.url = urlProblem;
+    if (types.length === 0) found.event_types = 'Choose at least one event type for this endpoint to receive.';
+    if (description.length > 500) found.description = `Keep the description to 500 characters (it has ${description.length}).`;
+    return found;
+  }
+
+  function focusFirst(found: Errors) {
+    if (found.url) urlInput.current?.focus();
+    else if (found.event_types) typesGroup.current?.querySelector<HTMLInputElement>('input')?.focus();
+    else if (found.description) descInput.current?.focus();
+  }
+
+  async function submit(e: Event) {
+    e.preventDefault();
+    setFormError(undefined);
+    const found = check();
+    setErrors(found);
+    if (Object.keys(found).length) return focusFirst(found);
+    setBusy(true);
+    try {
+      await onSubmit({ url: url.trim(), event_types: types, description: description.trim() });
+    } catch (err) {
+      const apiError = asApiError(err);
+      const fromServer: Errors = {
+        url: apiError.fieldError('url'),
+        event_types: apiError.fieldError('event_types'),
+        description: apiError.fieldError('description'),
+      };
+      if (Object.values(fromServer).some(Boolean)) {
+        setErrors(fromServer);
+        focusFirst(fromServer);
+      } else {
+        setFormError(apiError);
+      }
+      setBusy(false);
+    }
+  }
+
+  const urlHint = 'The HTTPS address of your receiver. Herald sends each event there as a signed POST request.';
+  return (
+    <form class="form card" onSubmit={submit} noValidate data-testid="endpoint-form">
+      {formError && <ErrorAlert error={formError} />}
+      <Field id="endpoint-url" label="Endpoint URL" hint={urlHint} error={errors.url}>
+        <input
+          ref={urlInput}
+          id="endpoint-url"
+          class="input mono"
+          type="url"
+          inputMode="url"
+          autoComplete="url"
+          spellcheck={false}
+          placeholder="https://example.com/webhooks/herald"
+          value={url}
+          required
+          aria-invalid={errors.url ? true : undefined}
+          aria-describedby={describedBy('endpoint-url', urlHint, errors.url)}
+          onInput={(e) => {
+            setUrl(e.currentTarget.value);
+            // Clear a stale message as soon as the address becomes acceptable.
+            if (errors.url && !checkEndpointUrl(e.currentTarget.value)) setErrors({ ...errors, url: undefined });
+          }}
+          onBlur={() => url.trim() && setErrors({ ...errors, url: checkEndpointUrl(url) })}
+        />
+      </Field>
+      <Field id="endpoint-description" label="Description" optional error={errors.description}>
+        <textarea
+          ref={descInput}
+          id="endpoint-description"
+          class="input"
+          rows={2}
+          maxLength={500}
+          value={description}
+          placeholder="What receives these events, e.g. Order service (production)"
+          aria-invalid={errors.description ? true : undefined}
+          aria-describedby={describedBy('endpoint-description', undefined, errors.description)}
+          onInput={(e) => setDescription(e.currentTarget.value)}
+        />
+      </Field>
+      {catalog.error && <ErrorAlert error={catalog.error} title="The event types could not be loaded" onRetry={catalog.reload} />}
+      {!catalog.data && catalog.loading && <Loading label="Loading event types…" />}
+      {catalog.data && (
+        <EventTypePicker
+          groupRef={typesGroup}
+          catalog={catalog.data.data}
+          selected={types}
+          onChange={(next) => {
+            setTypes(next);
+            if (next.length && errors.event_types) setErrors({ ...errors, event_types: undefined });
+          }}
+          error={errors.event_types}
+        />
+      )}
+      <div class="form-actions">
+        <Link href={cancelHref} class="btn btn-secondary">
+          Cancel
+        </Link>
+        <Button type="submit" variant="primary" busy={busy} data-testid="submit-endpoint">
+          {submitLabel}
+        </Button>
+      </div>
+    </form>
+  );
+}
