@@ -1,6 +1,7 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { openApiDocument, openApiText } from '../src/http/openapi.ts';
 import { createTestHerald } from './helpers/herald.ts';
@@ -41,7 +42,8 @@ describe('the OpenAPI document', () => {
   });
 
   test('/openapi.json and the /docs reference are served without a key, every asset from Herald', async () => {
-    const h = await createTestHerald('pglite');
+    // With the panel served, as `herald start` does: its pages are not API operations.
+    const h = await createTestHerald('pglite', { panel: { root: fileURLToPath(new URL('../../panel/dist', import.meta.url)) } });
     try {
       const doc = await h.app.inject({ method: 'GET', url: '/openapi.json' });
       assert.equal(doc.statusCode, 200);

@@ -94,7 +94,7 @@ export async function panelRoutes(app: FastifyInstance, { root }: PanelOptions):
     return reply.header('cache-control', 'no-cache').sendFile('index.html');
   }
 
-  app.get<{ Params: { '*': string } }>('/*', async (request, reply) => {
+  app.get<{ Params: { '*': string } }>('/*', { schema: { hide: true } }, async (request, reply) => {
     const path = request.params['*'];
     if (path === 'v1' || path.startsWith('v1/')) return reply.callNotFound();
     if (path === '' || path === 'index.html') return sendIndex(reply);
