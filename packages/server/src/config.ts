@@ -52,8 +52,28 @@ export interface Config {
   /** Largest request body the API accepts, in bytes. */
   maxBodyBytes: number;
   rateLimits: RateLimits;
+  panel: PanelAuthConfig;
   dispatcher: DispatcherConfig;
 }
+
+/** Panel sign-in: the session cookie and how long a session lasts. */
+export interface PanelAuthConfig {
+  /**
+   * `auto`: the cookie is `Secure` when the request came over TLS (directly or,
+   * behind a proxy, with `X-Forwarded-Proto: https`); `always` / `never` force it.
+   */
+  cookieSecure: 'auto' | 'always' | 'never';
+  /** A session unused for this long ends. */
+  sessionIdleMs: number;
+  /** A session ends this long after sign-in, used or not. */
+  sessionMaxMs: number;
+}
+
+export const DEFAULT_PANEL_AUTH: Readonly<PanelAuthConfig> = Object.freeze({
+  cookieSecure: 'auto',
+  sessionIdleMs: 8 * 3_600_000,
+  sessionMaxMs: 7 * 86_400_000,
+});
 
 /** Requests per minute per API key (or panel session), in each API process; 0 turns a limit off. */
 export interface RateLimits {
@@ -147,6 +167,11 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       managementPerMinute: integer('HERALD_RATE_LIMIT', env.HERALD_RATE_LIMIT, DEFAULT_RATE_LIMITS.managementPerMinute, 0, 10_000_000),
       ingestPerMinute: integer('HERALD_INGEST_RATE_LIMIT', env.HERALD_INGEST_RATE_LIMIT, DEFAULT_RATE_LIMITS.ingestPerMinute, 0, 100_000_000),
     },
+    panel: {
+      cookieSecure: oneOf('HERALD_COOKIE_SECURE', env.HERALD_COOKIE_SECURE, ['auto', 'always', 'never'] as const, DEFAULT_PANEL_AUTH.cookieSecure),
+      sessionIdleMs: integer('HERALD_SESSION_IDLE_MS', env.HERALD_SESSION_IDLE_MS, DEFAULT_PANEL_AUTH.sessionIdleMs, 60_000, 30 * 86_400_000),
+      sessionMaxMs: integer('HERALD_SESSION_MAX_MS', env.HERALD_SESSION_MAX_MS, DEFAULT_PANEL_AUTH.sessionMaxMs, 60_000, 365 * 86_400_000),
+    },
     dispatcher: {
       concurrency: integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 256, 1, 10_000),
       endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 16, 1, 1_000),
@@ -165,6 +190,9 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   };
   if (config.dispatcher.endpointConcurrency > config.dispatcher.concurrency) {
     throw new ConfigError('HERALD_ENDPOINT_CONCURRENCY', `must not exceed HERALD_CONCURRENCY (${config.dispatcher.concurrency})`);
+  }
+  if (config.panel.sessionIdleMs > config.panel.sessionMaxMs) {
+    throw new ConfigError('HERALD_SESSION_IDLE_MS', `must not exceed HERALD_SESSION_MAX_MS (${config.panel.sessionMaxMs})`);
   }
   if (config.databaseUrl && !config.encryptionKey) {
     throw new ConfigError(

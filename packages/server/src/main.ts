@@ -48,6 +48,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         disableAfter: config.dispatcher.disableAfter,
         outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
         rateLimits: config.rateLimits,
+        panelAuth: config.panel,
         maxBodyBytes: config.maxBodyBytes,
         logLevel: config.logLevel,
         logStream,

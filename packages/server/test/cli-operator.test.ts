@@ -19,7 +19,7 @@ async function call(base: string, method: string, path: string, key: string, bod
 }
 
 /** The operator's path: create an account and a key with the CLI, then use the key on the running API. */
-function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: string[]) => ReturnType<typeof runCli>; tmp: string }) {
+function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: string[], input?: string) => ReturnType<typeof runCli>; tmp: string }) {
   let accountId: string;
   let key: string;
   let keyId: string;
@@ -107,10 +107,77 @@ function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: stri
   });
 }
 
+async function signIn(base: string, email: string, password: string) {
+  const res = await fetch(`${base}/v1/session`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ email, password }) });
+  const cookie = res.headers.getSetCookie()[0]?.split(';')[0];
+  return { status: res.status, cookie };
+}
+
+async function sessionWorks(base: string, cookie: string | undefined) {
+  return (await fetch(`${base}/v1/endpoints`, { headers: cookie ? { cookie } : {} })).status === 200;
+}
+
+/** Panel users, managed by the operator from the CLI, sign in to the running API at once. */
+function usersScenario(setup: () => { herald: RunningHerald; cli: (args: string[], input?: string) => ReturnType<typeof runCli> }) {
+  const email = `grace.${randomBytes(4).toString('hex')}@acme.example`;
+  let accountId: string;
+  let cookie: string | undefined;
+
+  test('users create --password-stdin: the user signs in to the panel at once; users list shows them, never a password', async () => {
+    const { cli, herald } = setup();
+    accountId = JSON.parse((await cli(['--json', 'accounts', 'create', '--name', 'Users Ltd'])).stdout).id;
+    const tooShort = await cli(['users', 'create', '--account', accountId, '--email', email, '--name', 'Grace Hopper', '--password-stdin'], 'short\n');
+    assert.equal(tooShort.code, 1);
+    assert.match(tooShort.stderr, /password: must be at least 12 characters/);
+    assert.doesNotMatch(tooShort.stderr, /short/);
+
+    const created = await cli(['users', 'create', '--account', accountId, '--email', email, '--name', 'Grace Hopper', '--password-stdin'], 'a long enough passphrase\n');
+    assert.equal(created.code, 0, created.stderr);
+    assert.match(created.stdout, new RegExp(`${email}  Grace Hopper  \\(account ${accountId}\\)`));
+    assert.doesNotMatch(created.stdout, /passphrase|Generated password/);
+
+    const again = await cli(['users', 'create', '--account', accountId, '--email', email.toUpperCase(), '--name', 'Grace', '--password-stdin'], 'a long enough passphrase');
+    assert.equal(again.code, 1);
+    assert.match(again.stderr, /already exists/);
+
+    assert.equal((await signIn(herald.url, email, 'a long enough passphrase\n')).status, 401, 'the final newline of stdin is not part of the password');
+    const signedIn = await signIn(herald.url, email, 'a long enough passphrase');
+    assert.equal(signedIn.status, 200);
+    cookie = signedIn.cookie;
+    assert.ok(await sessionWorks(herald.url, cookie));
+
+    const list = await cli(['--json', 'users', 'list', '--account', accountId]);
+    assert.equal(list.code, 0, list.stderr);
+    const users = JSON.parse(list.stdout);
+    assert.deepEqual(users.map((u: { email: string }) => u.email), [email]);
+    assert.deepEqual(Object.keys(users[0]).sort(), ['account_id', 'created_at', 'email', 'id', 'name']);
+  });
+
+  test('users set-password generates one, shown once, and ends the user\u2019s sessions; users delete signs them out everywhere', async () => {
+    const { cli, herald } = setup();
+    const reset = await cli(['--json', 'users', 'set-password', email]);
+    assert.equal(reset.code, 0, reset.stderr);
+    const { password } = JSON.parse(reset.stdout);
+    assert.match(password, /^[A-Za-z0-9_-]{20}$/);
+    assert.equal(await sessionWorks(herald.url, cookie), false, 'the old session ended');
+    assert.equal((await signIn(herald.url, email, 'a long enough passphrase')).status, 401);
+    const fresh = await signIn(herald.url, email, password);
+    assert.equal(fresh.status, 200);
+
+    const deleted = await cli(['users', 'delete', email]);
+    assert.equal(deleted.code, 0, deleted.stderr);
+    assert.match(deleted.stdout, /deleted; signed out everywhere/);
+    assert.equal(await sessionWorks(herald.url, fresh.cookie), false);
+    const gone = await cli(['users', 'delete', email]);
+    assert.equal(gone.code, 1);
+    assert.match(gone.stderr, /no user with id or email/);
+  });
+}
+
 describe('CLI operator commands reach a running Herald on the embedded database through its admin socket', () => {
   let dir: string;
   let herald: RunningHerald;
-  const cli = (args: string[]) => runCli([...args, '--data-dir', dir]);
+  const cli = (args: string[], input?: string) => runCli([...args, '--data-dir', dir], cleanEnv(), input);
   before(async () => {
     dir = mkdtempSync(join(tmpdir(), 'herald-cli-'));
     herald = await startHerald(['--data-dir', dir]);
@@ -121,6 +188,7 @@ describe('CLI operator commands reach a running Herald on the embedded database 
   });
 
   operatorScenario(() => ({ herald, cli, tmp: dir }));
+  usersScenario(() => ({ herald, cli }));
 
   test('HERALD_DATA_DIR works as well as --data-dir', async () => {
     const res = await runCli(['accounts', 'list'], cleanEnv({ HERALD_DATA_DIR: dir }));
@@ -168,6 +236,7 @@ describe('CLI operator commands on PostgreSQL while Herald runs on it', { skip: 
   });
 
   operatorScenario(() => ({ herald, cli: (args) => runCli(args, env), tmp }));
+  usersScenario(() => ({ herald, cli: (args, input) => runCli(args, env, input) }));
 
   test('without HERALD_ENCRYPTION_KEY, start is refused naming the setting', async () => {
     const res = await runCli(['start', '--port', '0'], cleanEnv({ DATABASE_URL: scratch.url }));

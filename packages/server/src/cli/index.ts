@@ -49,7 +49,7 @@ program
     const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
     console.error(`Herald is running (${cfg.role}) on ${engine}.`);
     if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
-    console.error('First steps:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald keys create --account <account id>');
+    console.error('First steps:\n  open the control panel and create the first user, or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');
     let stopping = false;
     const shutdown = (signal: string) => {
       if (stopping) return;
@@ -99,6 +99,43 @@ keys
   .description('revoke a key by id or prefix; requests with it get 401 at once')
   .argument('<key>', 'key id or prefix (hk_xxxxxxxx)')
   .action((key: string) => op('keys.revoke', { key }));
+
+const users = program.command('users').description('people who sign in to the control panel');
+users
+  .command('create')
+  .description('create a user of an account; without --password-stdin a password is generated and printed once')
+  .requiredOption('--account <id>', 'account id')
+  .requiredOption('--email <email>', 'what they sign in with')
+  .requiredOption('--name <name>', 'their name, shown in the panel')
+  .option('--password-stdin', 'read the password from standard input (at least 12 characters)')
+  .action(async (o: { account: string; email: string; name: string; passwordStdin?: boolean }) =>
+    op('users.create', { account: o.account, email: o.email, name: o.name, password: o.passwordStdin ? await readPasswordStdin() : undefined }),
+  );
+users
+  .command('list')
+  .description('list users, of one account or all')
+  .option('--account <id>', 'account id')
+  .action((o: { account?: string }) => op('users.list', { account: o.account }));
+users
+  .command('delete')
+  .description('delete a user; their sessions end at once')
+  .argument('<user>', 'user id or email')
+  .action((user: string) => op('users.delete', { user }));
+users
+  .command('set-password')
+  .description("replace a user's password (generated unless --password-stdin); their sessions end at once")
+  .argument('<user>', 'user id or email')
+  .option('--password-stdin', 'read the password from standard input')
+  .action(async (user: string, o: { passwordStdin?: boolean }) =>
+    op('users.set-password', { user, password: o.passwordStdin ? await readPasswordStdin() : undefined }),
+  );
+
+/** The whole of standard input, without its final newline (as `docker login --password-stdin`). */
+async function readPasswordStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8').replace(/\r?\n$/, '');
+}
 
 const eventTypes = program.command('event-types').description('the catalog of event types');
 eventTypes.command('list').description('list event types').action(() => op('event-types.list', {}));

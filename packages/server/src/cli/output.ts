@@ -22,6 +22,16 @@ export function printResult(op: string, result: unknown, json: boolean): void {
       case 'keys.revoke':
         console.log(`${row.id}  ${row.prefix}  ${row.name}${row.revoked_at ? `  revoked ${row.revoked_at}` : ''}`);
         break;
+      case 'users.create':
+      case 'users.set-password':
+        console.log(`${row.id}  ${row.email}  ${row.name}  (account ${row.account_id})`);
+        if (row.password) console.log(`\nGenerated password (shown once; give it to ${row.name} and ask them to keep it safe):\n\n  ${row.password}\n`);
+        else if (op === 'users.set-password') console.log('Password changed; every session of this user has ended.');
+        break;
+      case 'users.list':
+      case 'users.delete':
+        console.log(`${row.id}  ${row.email}  ${row.name}  (account ${row.account_id})${op === 'users.delete' ? '  deleted; signed out everywhere' : ''}`);
+        break;
       case 'event-types.list':
       case 'event-types.add':
         console.log(`${row.name}${row.builtin ? '  (built in)' : ''}  ${row.description}`);

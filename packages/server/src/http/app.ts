@@ -1,11 +1,13 @@
+import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
-import { DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type RateLimits } from '../config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import { createAgent } from '../dispatcher/send.ts';
-import { authenticate } from '../services/accounts.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
+import { authHook, type Principal } from './auth.ts';
 import { idempotency } from './idempotency.ts';
+import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
@@ -15,10 +17,10 @@ import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
+import { sessionRoutes } from './routes/session.ts';
 import { ok, SHARED_SCHEMAS } from './schemas.ts';
 
-/** Who made a request: an API key (a panel session joins later). */
-export type Principal = { kind: 'api_key'; keyId: string };
+export type { Principal };
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -46,6 +48,10 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   logStream?: Writable;
   /** Serve the control panel at `/` from this build; without it, only the API. */
   panel?: PanelOptions;
+  /** Panel sign-in settings; the configuration's defaults otherwise. */
+  panelAuth?: PanelAuthConfig;
+  /** Failed sign-in counters; tests pass their own. */
+  loginLimiter?: LoginLimiter;
 }
 
 /**
@@ -77,6 +83,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   app.removeContentTypeParser('text/plain');
   if (ownAgent) app.addHook('onClose', async () => ownAgent.close());
 
+  await app.register(cookie);
   app.decorateRequest('accountId', '');
   app.decorateRequest('principal', undefined);
   app.setErrorHandler((error, request, reply) => sendProblem(reply, toProblem(error, request)));
@@ -104,12 +111,12 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   );
 
   await app.register(async (v1) => {
-    v1.addHook('onRequest', async (request) => {
-      const auth = await authenticate(options.db, request.headers.authorization);
-      request.accountId = auth.accountId;
-      request.principal = { kind: 'api_key', keyId: auth.keyId };
-    });
-    await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) => (req.principal ? `${req.principal.kind}:${req.principal.keyId}` : `ip:${req.ip}`));
+    const panelAuth = options.panelAuth ?? DEFAULT_PANEL_AUTH;
+    v1.addHook('onRequest', authHook(options, panelAuth));
+    await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) =>
+      !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
+    );
+    sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter });
     idempotency(v1, options);
     endpointRoutes(v1, options);
     attemptRoutes(v1, options);

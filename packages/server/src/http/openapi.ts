@@ -2,13 +2,14 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { problems } from './schemas.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 
 const DESCRIPTION = `Herald's management API: everything the control panel does, and more.
 
-**Authentication.** Send an API key as \`Authorization: Bearer hk_…\`. Keys belong to one account and see only its data: another account's objects answer 404, as if they did not exist.
+**Authentication.** Send an API key as \`Authorization: Bearer hk_…\`. Keys belong to one account and see only its data: another account's objects answer 404, as if they did not exist. The control panel uses the same routes with its session cookie, sending the session's CSRF token as \`X-CSRF-Token\` on every request that changes something.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; a 400 names each invalid field in \`errors\`.
 
@@ -16,7 +17,7 @@ const DESCRIPTION = `Herald's management API: everything the control panel does,
 
 **Idempotency.** Every POST, PATCH and DELETE accepts an \`Idempotency-Key\` header (1–255 visible ASCII characters, e.g. a UUID). The first response is kept for 24 hours and replayed for the same key with \`Idempotent-Replayed: true\`; the same key on a different request is a 422.
 
-**Rate limits** apply per API key, per minute, with a separate, higher limit for publishing events. Every response carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 carries \`Retry-After\`.`;
+**Rate limits** apply per API key (or panel user), per minute, with a separate, higher limit for publishing events. Every response carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; a 429 carries \`Retry-After\`.`;
 
 /**
  * The OpenAPI 3.1 document, generated from the route schemas that validate
@@ -30,22 +31,36 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       openapi: '3.1.0',
       info: { title: 'Herald API', version, description: DESCRIPTION, license: { name: 'Apache-2.0', identifier: 'Apache-2.0' } },
       components: {
-        securitySchemes: { apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, hk_…; create one with `herald keys create` or POST /v1/api-keys.' } },
+        securitySchemes: {
+          apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, hk_…; create one with `herald keys create` or POST /v1/api-keys.' },
+          panelSession: {
+            type: 'apiKey',
+            in: 'cookie',
+            name: 'herald_session',
+            description:
+              'The control panel\u2019s session cookie (`__Host-herald_session` behind TLS), set by POST /v1/session. Requests that change something must also send the session\u2019s `csrf_token` as `X-CSRF-Token`.',
+          },
+        },
       },
-      security: [{ apiKey: [] }],
+      security: [{ apiKey: [] }, { panelSession: [] }],
       tags: [
         { name: 'Endpoints', description: 'Addresses that receive events, their signing secrets and state.' },
         { name: 'Attempt log', description: 'The last 100 HTTP requests made to each endpoint.' },
         { name: 'Events', description: 'Publishing events, and what became of them.' },
         { name: 'Event types', description: 'The catalog of types an endpoint can subscribe to.' },
         { name: 'API keys', description: 'The account\u2019s credentials for this API.' },
+        { name: 'Panel sign-in', description: 'Sessions of the control panel, and first-run setup.' },
         { name: 'Operations', description: 'For operators and load balancers.' },
       ],
     },
     // Shared schemas keep their names in components/schemas.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema, url, route }) => {
-      if (!schema || !MUTATING.has(String(route.method)) || !url.startsWith('/v1/')) return { schema, url };
+      // Public routes (sign-in, setup) have no account to scope a key to.
+      const isPublic = (route as { config?: { public?: boolean } }).config?.public === true;
+      if (!schema || !MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
+      // A panel session's change can be refused for a missing CSRF token, on every such route.
+      const response = { ...(schema.response as Record<string, unknown>), ...problems(403) };
       const headers = {
         type: 'object',
         properties: {
@@ -57,7 +72,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
           },
         },
       };
-      return { schema: { ...schema, headers } as typeof schema, url };
+      return { schema: { ...schema, headers, response } as typeof schema, url };
     },
   });
   await app.register(swaggerUi, {

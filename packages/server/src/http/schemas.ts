@@ -205,6 +205,27 @@ const recoverResult = {
   },
 } as const;
 
+const user = {
+  $id: 'User',
+  type: 'object',
+  description: 'A person who signs in to the panel.',
+  required: ['id', 'email', 'name'],
+  properties: { id: uuid, email: { type: 'string' }, name: { type: 'string' } },
+} as const;
+
+const session = {
+  $id: 'Session',
+  type: 'object',
+  description: 'The signed-in user of the panel, their account, and the token to send as X-CSRF-Token with every request that changes something.',
+  required: ['user', 'account', 'csrf_token'],
+  properties: {
+    user: ref('User'),
+    account: { type: 'object', required: ['id', 'name'], properties: { id: uuid, name: { type: 'string' } } },
+    csrf_token: { type: 'string' },
+    expires_at: { ...time, description: 'When the session ends at the latest; it ends sooner when unused for the idle timeout.' },
+  },
+} as const;
+
 /** Every shared schema, in registration order (references point backwards). */
 export const SHARED_SCHEMAS = [
   problem,
@@ -220,6 +241,8 @@ export const SHARED_SCHEMAS = [
   apiKey,
   apiKeyWithKey,
   recoverResult,
+  user,
+  session,
 ] as const;
 
 export { ref };
@@ -246,7 +269,7 @@ export function problems(...statuses: number[]): Record<string, unknown> {
   const descriptions: Record<number, string> = {
     400: 'The request is not valid; `errors` names each field.',
     401: 'Missing, invalid or revoked API key (or no panel session).',
-    403: 'Refused (for a panel session: a missing CSRF token).',
+    403: 'Refused: a panel session’s request without its CSRF token or from another origin.',
     404: 'No such object in this account.',
     409: 'The request conflicts with the object\u2019s state, or a request with the same Idempotency-Key is still running.',
     413: 'The body is too large.',

@@ -26,6 +26,10 @@ export async function createApiKey(
   return { key, row };
 }
 
+/** One answer for every missing or wrong credential, so it tells nothing about which part was wrong. */
+export const UNAUTHORIZED_DETAIL =
+  'send a valid API key as "Authorization: Bearer hk_…" (create one with: herald keys create --account <id>), or sign in to the panel';
+
 /**
  * Resolves an `Authorization: Bearer <key>` header to the key's account.
  * Every failure is the same 401, so a caller learns nothing about which keys exist.
@@ -35,8 +39,7 @@ export async function authenticate(
   authorization: string | undefined,
   now: number = performance.now(),
 ): Promise<{ accountId: string; keyId: string }> {
-  const unauthorized = () =>
-    new HeraldError('unauthorized', 'send a valid API key as "Authorization: Bearer hk_..."; create one with: herald keys create --account <id>');
+  const unauthorized = () => new HeraldError('unauthorized', UNAUTHORIZED_DETAIL);
   const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
   const key = match?.[1];
   const prefix = key ? apiKeyPrefix(key) : undefined;

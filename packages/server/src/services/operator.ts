@@ -6,6 +6,9 @@ import { listEventTypes } from '../storage/queries/event-types.ts';
 import { createAccount, createApiKey } from './accounts.ts';
 import { forgetApiKey } from './api-key-cache.ts';
 import { addEventType } from './event-types.ts';
+import { generatePassword } from '../core/passwords.ts';
+import { listUsers } from '../storage/queries/users.ts';
+import { createUser, deleteUser, setUserPassword, userJson } from './users.ts';
 import type { ServiceDeps } from './deps.ts';
 
 const accountJson = (a: AccountRow) => ({ id: a.id, name: a.name, created_at: a.created_at.toISOString() });
@@ -38,6 +41,19 @@ export const OPERATOR_OPS = {
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
     forgetApiKey(deps.db, row.prefix);
     return keyJson(row);
+  },
+  // Without a password, one is generated and returned this once.
+  'users.create': async (deps: ServiceDeps, args: Args) => {
+    const generated = args.password === undefined ? generatePassword() : undefined;
+    const user = await createUser(deps.db, String(args.account ?? ''), { email: args.email, name: args.name, password: generated ?? args.password });
+    return { ...userJson(user), ...(generated ? { password: generated } : {}) };
+  },
+  'users.list': async (deps: ServiceDeps, args: Args) => (await listUsers(deps.db, typeof args.account === 'string' ? args.account : undefined)).map(userJson),
+  'users.delete': async (deps: ServiceDeps, args: Args) => userJson(await deleteUser(deps.db, String(args.user ?? ''))),
+  'users.set-password': async (deps: ServiceDeps, args: Args) => {
+    const generated = args.password === undefined ? generatePassword() : undefined;
+    const user = await setUserPassword(deps.db, String(args.user ?? ''), generated ?? args.password);
+    return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
   'event-types.list': async (deps: ServiceDeps) => (await listEventTypes(deps.db)).map(eventTypeJson),
   'event-types.add': async (deps: ServiceDeps, args: Args) => eventTypeJson(await addEventType(deps.db, deps.validator, args as { name: unknown })),

@@ -34,9 +34,10 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Runs one CLI command to completion. */
-export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<CliResult> {
-  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+/** Runs one CLI command to completion; `input` is written to its standard input. */
+export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), input?: string): Promise<CliResult> {
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  if (input !== undefined) child.stdin!.end(input);
   children.add(child);
   let stdout = '';
   let stderr = '';

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_RETRY, loadConfig, type DispatcherConfig, type RateLimits } from '../../src/config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
 import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
@@ -29,6 +29,12 @@ export interface TestHerald {
   logs(): string;
   /** Calls the API with the test account's key (or `as`); the response is checked against the OpenAPI document. */
   api(method: string, url: string, body?: unknown, as?: string, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Record<string, unknown> }>;
+  /** Calls the API with only the headers given (no key); the response is checked against the OpenAPI document. */
+  call(
+    method: string,
+    url: string,
+    options?: { body?: unknown; headers?: Record<string, string>; remoteAddress?: string },
+  ): Promise<{ status: number; json: any; headers: Record<string, unknown>; cookies: Array<{ name: string; value: string; [k: string]: unknown }> }>;
   /** Ticks until a tick claims nothing, advancing the clock past each retry. */
   drain(options?: { advanceMs?: number; maxTicks?: number }): Promise<TickReport>;
   newAccount(name?: string): Promise<{ accountId: string; apiKey: string }>;
@@ -43,7 +49,13 @@ export function testDispatcherConfig(overrides: Partial<DispatcherConfig> = {}):
 /** A Herald in this process on a fresh database: the API (inject) and a dispatcher driven by tick(). */
 export async function createTestHerald(
   engine: Engine,
-  options: { dispatcher?: Partial<DispatcherConfig>; random?: () => number; rateLimits?: Partial<RateLimits>; panel?: PanelOptions } = {},
+  options: {
+    dispatcher?: Partial<DispatcherConfig>;
+    random?: () => number;
+    rateLimits?: Partial<RateLimits>;
+    panel?: PanelOptions;
+    panelAuth?: Partial<PanelAuthConfig>;
+  } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
@@ -62,6 +74,7 @@ export async function createTestHerald(
     logLevel: 'info',
     logStream,
     panel: options.panel,
+    panelAuth: { ...DEFAULT_PANEL_AUTH, ...options.panelAuth },
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
 
@@ -92,6 +105,17 @@ export async function createTestHerald(
       // Every response any test sees is checked against the OpenAPI document.
       openApi.check(method, url, { status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.body });
       return { status: res.statusCode, json: res.body ? JSON.parse(res.body) : undefined, headers: res.headers };
+    },
+    async call(method, url, { body, headers = {}, remoteAddress } = {}) {
+      const res = await app.inject({
+        method: method as 'GET',
+        url,
+        headers: { ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...headers },
+        payload: body === undefined ? undefined : JSON.stringify(body),
+        ...(remoteAddress ? { remoteAddress } : {}),
+      });
+      openApi.check(method, url, { status: res.statusCode, contentType: res.headers['content-type'] as string | undefined, body: res.body });
+      return { status: res.statusCode, json: res.body ? JSON.parse(res.body) : undefined, headers: res.headers, cookies: res.cookies as any };
     },
     async drain({ advanceMs = 4 * 86_400_000, maxTicks = 500 } = {}) {
       const total: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };

@@ -1,0 +1,280 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
+import { hashPassword, verifyPassword } from '../src/core/passwords.ts';
+import { createUser } from '../src/services/users.ts';
+import { ENGINES } from './helpers/engines.ts';
+import { createTestHerald, type TestHerald } from './helpers/herald.ts';
+
+/**
+ * Panel sign-in against the real API (inject) on both engines: first-run
+ * setup, sessions, CSRF, expiry, the sign-in limiter, and that passwords and
+ * tokens never leave Herald.
+ */
+
+const first = { account_name: 'Acme Logistics', name: 'Ada Lovelace', email: 'ada@acme.example', password: 'correct horse battery staple' };
+const HOST = 'herald.test';
+
+/** The `name=value` part of the session cookie a response set. */
+function sessionCookieOf(res: { cookies: Array<{ name: string; value: string }> }): string {
+  const cookie = res.cookies.find((c) => c.name.endsWith('herald_session'));
+  assert.ok(cookie, 'a session cookie is set');
+  return `${cookie.name}=${cookie.value}`;
+}
+
+test('passwords are hashed with scrypt and a random salt; the hash carries its parameters', async () => {
+  const a = await hashPassword('correct horse battery staple');
+  const b = await hashPassword('correct horse battery staple');
+  assert.match(a, /^scrypt\$15\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
+  assert.notEqual(a, b, 'salted');
+  assert.equal(await verifyPassword('correct horse battery staple', a), true);
+  assert.equal(await verifyPassword('correct horse battery stapl', a), false);
+  assert.equal(await verifyPassword('anything', 'bcrypt$whatever'), false);
+});
+
+for (const engine of ENGINES) {
+  describe(`panel sign-in [${engine}]`, () => {
+    let h: TestHerald;
+    let cookie: string;
+    let csrf: string;
+    const asPanel = (extra: Record<string, string> = {}) => ({ host: HOST, cookie, ...extra });
+
+    before(async () => {
+      h = await createTestHerald(engine);
+    });
+    after(async () => {
+      await h.close();
+    });
+
+    test('first run: setup is offered while there is no user, validates every field, and refuses a proxied or remote request', async () => {
+      assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: true });
+
+      const bad = await h.call('POST', '/v1/setup', { body: { account_name: ' ', name: 'Ada', email: 'not an email', password: 'short' } });
+      assert.equal(bad.status, 400);
+      assert.deepEqual(bad.json.errors.map((e: { field: string }) => e.field), ['account_name', 'email', 'password']);
+      assert.doesNotMatch(JSON.stringify(bad.json), /short/, 'the password is not echoed');
+
+      const missing = await h.call('POST', '/v1/setup', { body: { email: 'ada@acme.example' } });
+      assert.equal(missing.status, 400);
+      assert.equal(missing.json.code, 'validation_failed');
+
+      for (const [what, options] of [
+        ['through a proxy on this machine', { headers: { 'x-forwarded-for': '203.0.113.9' } }],
+        ['from another machine', { remoteAddress: '203.0.113.9' }],
+      ] as const) {
+        const res = await h.call('POST', '/v1/setup', { body: first, ...options });
+        assert.equal(res.status, 403, what);
+        assert.equal(res.json.code, 'setup_not_local');
+        assert.match(res.json.detail, /herald users create/);
+      }
+      assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: true }, 'nothing was created');
+    });
+
+    test('setup creates the account and its first user and signs in; only once, even when two race', async () => {
+      const [a, b] = await Promise.all([h.call('POST', '/v1/setup', { body: first }), h.call('POST', '/v1/setup', { body: { ...first, email: 'eve@acme.example' } })]);
+      const statuses = [a.status, b.status].sort();
+      assert.deepEqual(statuses, [201, 409]);
+      const won = a.status === 201 ? a : b;
+      const lost = a.status === 201 ? b : a;
+      assert.equal(lost.json.code, 'setup_done');
+      assert.equal(won.json.account.name, 'Acme Logistics');
+      assert.equal(won.json.user.name, 'Ada Lovelace');
+      assert.match(won.json.csrf_token, /^[A-Za-z0-9_-]{43}$/);
+      assert.equal(won.headers['cache-control'], 'no-store');
+      assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: false });
+      const users = await h.db.query<{ email: string; password_hash: string }>('SELECT email, password_hash FROM users');
+      assert.equal(users.rows.length, 1);
+      assert.ok(!users.rows[0]!.password_hash.includes(first.password));
+    });
+
+    test('sign-in sets an HttpOnly, SameSite=Lax cookie, not Secure over plain http; wrong email and wrong password get one answer', async () => {
+      const wrongPassword = await h.call('POST', '/v1/session', { body: { email: first.email, password: 'not the password' } });
+      const wrongEmail = await h.call('POST', '/v1/session', { body: { email: 'nobody@acme.example', password: first.password } });
+      for (const res of [wrongPassword, wrongEmail]) {
+        assert.equal(res.status, 401);
+        assert.equal(res.json.code, 'invalid_credentials');
+        assert.equal(res.cookies.length, 0);
+      }
+      assert.equal(wrongPassword.json.detail, wrongEmail.json.detail);
+
+      // Email is matched without regard to case or surrounding spaces.
+      const res = await h.call('POST', '/v1/session', { body: { email: ' ADA@acme.example ', password: first.password }, headers: { host: HOST } });
+      assert.equal(res.status, 200);
+      const set = res.cookies.find((c) => c.name === 'herald_session')!;
+      assert.equal(set.httpOnly, true);
+      assert.equal(set.sameSite, 'Lax');
+      assert.equal(set.path, '/');
+      assert.equal(set.secure, undefined);
+      assert.equal(set.maxAge, DEFAULT_PANEL_AUTH.sessionMaxMs / 1000);
+      cookie = sessionCookieOf(res);
+      csrf = res.json.csrf_token;
+
+      const me = await h.call('GET', '/v1/session', { headers: asPanel() });
+      assert.equal(me.status, 200);
+      assert.equal(me.json.user.email, first.email);
+      assert.equal(me.json.csrf_token, csrf);
+    });
+
+    test('behind TLS the cookie is __Host-herald_session and Secure; HERALD_COOKIE_SECURE=always forces it', async () => {
+      const res = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, headers: { 'x-forwarded-proto': 'https' } });
+      const set = res.cookies.find((c) => c.name === '__Host-herald_session')!;
+      assert.equal(set.secure, true);
+      assert.equal(set.httpOnly, true);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: sessionCookieOf(res) } })).status, 200);
+
+      const forced = await createTestHerald(engine, { panelAuth: { cookieSecure: 'always' } });
+      try {
+        await createUser(forced.db, forced.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
+        const signed = await forced.call('POST', '/v1/session', { body: { email: 'bob@acme.example', password: first.password } });
+        assert.equal(signed.cookies.find((c) => c.name === '__Host-herald_session')?.secure, true);
+      } finally {
+        await forced.close();
+      }
+    });
+
+    test('the session works on every API route; a change needs the CSRF token and the same origin', async () => {
+      const list = await h.call('GET', '/v1/endpoints', { headers: asPanel() });
+      assert.equal(list.status, 200);
+      const body = { url: 'https://hooks.acme.example/herald', event_types: ['alarm.created'] };
+
+      const noToken = await h.call('POST', '/v1/endpoints', { body, headers: asPanel() });
+      assert.equal(noToken.status, 403);
+      assert.equal(noToken.json.code, 'csrf_failed');
+      assert.match(noToken.json.detail, /X-CSRF-Token/);
+      const wrongToken = await h.call('POST', '/v1/endpoints', { body, headers: asPanel({ 'x-csrf-token': csrf.replace(/.$/, csrf.endsWith('A') ? 'B' : 'A') }) });
+      assert.equal(wrongToken.status, 403);
+      const otherSite = await h.call('POST', '/v1/endpoints', { body, headers: asPanel({ 'x-csrf-token': csrf, origin: 'https://evil.example' }) });
+      assert.equal(otherSite.status, 403);
+      assert.match(otherSite.json.detail, /evil\.example/);
+      const crossSite = await h.call('POST', '/v1/endpoints', { body, headers: asPanel({ 'x-csrf-token': csrf, 'sec-fetch-site': 'cross-site' }) });
+      assert.equal(crossSite.status, 403);
+      const setupUser = (await h.db.query<{ account_id: string }>('SELECT account_id FROM users')).rows[0]!;
+      assert.equal((await h.db.query('SELECT 1 FROM endpoints WHERE account_id = $1', [setupUser.account_id])).rows.length, 0, 'nothing was created');
+
+      const created = await h.call('POST', '/v1/endpoints', { body, headers: asPanel({ 'x-csrf-token': csrf, origin: `http://${HOST}`, 'sec-fetch-site': 'same-origin' }) });
+      assert.equal(created.status, 201);
+      assert.match(created.json.secret, /^whsec_/);
+      const got = await h.call('GET', `/v1/endpoints/${created.json.id}`, { headers: asPanel() });
+      assert.equal(got.status, 200);
+
+      // The user sees their own account only: the test account's key sees nothing of it, and the reverse.
+      assert.equal((await h.api('GET', `/v1/endpoints/${created.json.id}`)).status, 404);
+      const theirs = (await h.api('POST', '/v1/endpoints', body)).json;
+      assert.equal((await h.call('GET', `/v1/endpoints/${theirs.id}`, { headers: asPanel() })).status, 404);
+
+      // An API key wins over the cookie when both are sent.
+      const both = await h.call('GET', `/v1/endpoints/${theirs.id}`, { headers: asPanel({ authorization: `Bearer ${h.apiKey}` }) });
+      assert.equal(both.status, 200);
+    });
+
+    test('Idempotency-Key and rate limits work for a panel session as for a key', async () => {
+      const headers = asPanel({ 'x-csrf-token': csrf, 'idempotency-key': 'panel-1' });
+      const body = { url: 'https://hooks.acme.example/idem', event_types: ['alarm.created'] };
+      const one = await h.call('POST', '/v1/endpoints', { body, headers });
+      const two = await h.call('POST', '/v1/endpoints', { body, headers });
+      assert.equal(one.status, 201);
+      assert.equal(two.headers['idempotent-replayed'], 'true');
+      assert.equal(two.json.id, one.json.id);
+
+      const limited = await createTestHerald(engine, { rateLimits: { managementPerMinute: 2 } });
+      try {
+        await createUser(limited.db, limited.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
+        const signed = await limited.call('POST', '/v1/session', { body: { email: 'bob@acme.example', password: first.password } });
+        const panel = { cookie: sessionCookieOf(signed) };
+        assert.equal((await limited.call('GET', '/v1/endpoints', { headers: panel })).status, 200);
+        const last = await limited.call('GET', '/v1/endpoints', { headers: panel });
+        assert.equal(last.headers['ratelimit-remaining'], '0');
+        const refused = await limited.call('GET', '/v1/endpoints', { headers: panel });
+        assert.equal(refused.status, 429);
+        // Counted per user, not per address: the account's key still has its own allowance.
+        assert.equal((await limited.api('GET', '/v1/endpoints')).status, 200);
+      } finally {
+        await limited.close();
+      }
+    });
+
+    test('sign-out ends the session at once and clears the cookie; the old cookie is refused with a message that says why', async () => {
+      const noToken = await h.call('DELETE', '/v1/session', { headers: asPanel() });
+      assert.equal(noToken.status, 403, 'signing out is a change too');
+      const out = await h.call('DELETE', '/v1/session', { headers: asPanel({ 'x-csrf-token': csrf }) });
+      assert.equal(out.status, 204);
+      const cleared = out.cookies.find((c) => c.name === 'herald_session')!;
+      assert.equal(cleared.value, '');
+      assert.ok((cleared.expires as Date).getTime() < Date.now());
+
+      const after = await h.call('GET', '/v1/endpoints', { headers: asPanel() });
+      assert.equal(after.status, 401);
+      assert.match(after.json.detail, /session has ended/);
+      assert.equal((await h.call('GET', '/v1/session', { headers: asPanel() })).status, 401);
+      // Signing out again changes nothing.
+      assert.equal((await h.call('DELETE', '/v1/session', { headers: asPanel() })).status, 204);
+    });
+
+    test('a session ends after the idle timeout, and at its maximum age however much it is used', async () => {
+      const signIn = async () => sessionCookieOf(await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password } }));
+      const idle = await signIn();
+      h.clock.advance(DEFAULT_PANEL_AUTH.sessionIdleMs - 60_000);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: idle } })).status, 200, 'just inside the idle timeout');
+      h.clock.advance(DEFAULT_PANEL_AUTH.sessionIdleMs - 60_000);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: idle } })).status, 200, 'the last use kept it alive');
+      h.clock.advance(DEFAULT_PANEL_AUTH.sessionIdleMs + 1);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: idle } })).status, 401, 'idle too long');
+
+      const busy = await signIn();
+      const step = DEFAULT_PANEL_AUTH.sessionIdleMs / 2;
+      for (let used = 0; used + step < DEFAULT_PANEL_AUTH.sessionMaxMs; used += step) {
+        h.clock.advance(step);
+        assert.equal((await h.call('GET', '/v1/endpoints', { headers: { cookie: busy } })).status, 200);
+      }
+      h.clock.advance(step);
+      assert.equal((await h.call('GET', '/v1/endpoints', { headers: { cookie: busy } })).status, 401, 'past the maximum age');
+
+      // Signing in sweeps sessions that can no longer be used.
+      await signIn();
+      const left = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE expires_at <= $1', [h.clock.now()]);
+      assert.equal(left.rows[0]!.n, 0);
+    });
+
+    test('signing in again replaces the browser\u2019s previous session', async () => {
+      const firstSignIn = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password } });
+      const old = sessionCookieOf(firstSignIn);
+      const second = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, headers: { cookie: old } });
+      assert.equal(second.status, 200);
+      assert.notEqual(sessionCookieOf(second), old);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: old } })).status, 401);
+      assert.equal((await h.call('GET', '/v1/session', { headers: { cookie: sessionCookieOf(second) } })).status, 200);
+    });
+
+    test('repeated failures from one address are refused for a while, even with the right password; other addresses are not', async () => {
+      const attacker = '198.51.100.7';
+      for (let i = 0; i < 10; i++) {
+        const res = await h.call('POST', '/v1/session', { body: { email: first.email, password: `guess number ${i}` }, remoteAddress: attacker });
+        assert.equal(res.status, 401);
+      }
+      const locked = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, remoteAddress: attacker });
+      assert.equal(locked.status, 429);
+      assert.equal(locked.json.code, 'rate_limited');
+      assert.equal(locked.headers['retry-after'], '900');
+      assert.match(locked.json.detail, /wait 900 s/);
+
+      const elsewhere = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, remoteAddress: '198.51.100.8' });
+      assert.equal(elsewhere.status, 200, 'the user is not locked out from their own address');
+
+      h.clock.advance(15 * 60_000);
+      const later = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, remoteAddress: attacker });
+      assert.equal(later.status, 200);
+    });
+
+    test('passwords, session tokens and CSRF tokens never reach the log, and no response carries a password hash', async () => {
+      const res = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password } });
+      const token = sessionCookieOf(res).split('=')[1]!;
+      await h.call('GET', '/v1/endpoints', { headers: { cookie: `herald_session=${token}` } });
+      await h.call('POST', '/v1/endpoints', { body: {}, headers: { cookie: `herald_session=${token}`, 'x-csrf-token': res.json.csrf_token } });
+      const logs = h.logs();
+      for (const secret of [first.password, token, res.json.csrf_token]) assert.ok(!logs.includes(secret));
+      assert.doesNotMatch(JSON.stringify(res.json), /scrypt|password/);
+      const stored = (await h.db.query<{ token_hash: Buffer }>('SELECT token_hash FROM sessions')).rows;
+      assert.ok(stored.every((s) => !s.token_hash.toString('utf8').includes(token)), 'only a hash of the token is stored');
+    });
+  });
+}
