@@ -8,6 +8,7 @@ import { describedBy, Field } from '../../components/field.tsx';
 import { Link } from '../../components/link.tsx';
 import { Loading } from '../../components/loading.tsx';
 import { checkEndpointUrl } from '../../lib/endpoint-url.ts';
+import { afterPointerRelease } from '../../lib/after-pointer.ts';
 import { asApiError, useResource } from '../../lib/use-resource.ts';
 import { EventTypePicker } from './event-type-picker.tsx';
 
@@ -101,7 +102,10 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
             // Clear a stale message as soon as the address becomes acceptable.
             if (errors.url && !checkEndpointUrl(e.currentTarget.value)) setErrors({ ...errors, url: undefined });
           }}
-          onBlur={() => url.trim() && setErrors({ ...errors, url: checkEndpointUrl(url) })}
+          onBlur={(e) => {
+            const value = e.currentTarget.value;
+            if (value.trim()) afterPointerRelease(() => setErrors((prev) => ({ ...prev, url: checkEndpointUrl(value) })));
+          }}
         />
       </Field>
       <Field id="endpoint-description" label="Description" optional error={errors.description}>
