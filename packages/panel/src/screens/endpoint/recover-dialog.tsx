@@ -119,15 +119,16 @@ export function RecoverDialog({ open, endpoint: e, onClose, onRecovered }: Props
         />
       </Field>
       <p id="recover-count" class="recover-count" role="status" aria-live="polite" data-testid="recover-count">
+        {/* A count is shown only for the time now chosen, never the previous one while the new one is counted. */}
         {inputError
           ? ''
-          : checking
-            ? 'Counting the deliveries…'
-            : count
-              ? count.count === 0
-                ? `No skipped or failed deliveries since ${formatExact(count.since)}.`
-                : `${count.count} ${count.count === 1 ? 'delivery' : 'deliveries'} since ${formatExact(count.since)} will be sent again.`
-              : ''}
+          : !ready || !count
+            ? error
+              ? ''
+              : 'Counting the deliveries…'
+            : count.count === 0
+              ? `No skipped or failed deliveries since ${formatExact(count.since)}.`
+              : `${count.count} ${count.count === 1 ? 'delivery' : 'deliveries'} since ${formatExact(count.since)} will be sent again.`}
       </p>
       {e.state === 'disabled' && ready && count.count > 0 && <p class="hint">The endpoint is disabled; confirming re-enables it first.</p>}
       {error && <ErrorAlert error={error} title="The deliveries could not be recovered" />}
