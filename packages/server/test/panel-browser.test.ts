@@ -1,6 +1,8 @@
 import { after, afterEach, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync } from 'node:child_process';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -370,6 +372,36 @@ describe('a customer manages webhooks in the panel', () => {
     await h.drain({ advanceMs: 0 });
     await receiver.received(before + 3);
     assert.ok(receiver.requests.slice(before).every((r) => r.headers['x-service-event'] === 'alarm.created'));
+  });
+
+  test('a page of another origin cannot make changes with the signed-in user\u2019s cookie', pending, async () => {
+    // Another port of the same host is the same *site*, so SameSite=Lax alone would not
+    // keep the cookie back: the CSRF token and the origin check must.
+    const attacker = createServer((_req, res) => {
+      res.setHeader('content-type', 'text/html');
+      res.end(`<!doctype html><title>Win a prize</title><script>
+        fetch(${JSON.stringify(`${origin}/v1/endpoints`)}, {
+          method: 'POST', mode: 'no-cors', credentials: 'include',
+          headers: { 'content-type': 'text/plain' },
+          body: JSON.stringify({ url: 'https://attacker.example/steal', event_types: ['alarm.created'] }),
+        });
+      </script>`);
+    });
+    await new Promise<void>((resolve) => attacker.listen(0, '127.0.0.1', resolve));
+    const other = await browser.context.newPage();
+    try {
+      const answered = other.waitForResponse((r) => r.request().method() === 'POST' && new URL(r.url()).pathname === '/v1/endpoints');
+      await other.goto(`http://127.0.0.1:${(attacker.address() as AddressInfo).port}/`);
+      const response = await answered;
+      // 403 (csrf_failed), not 401: Herald found the user's live session from the cookie
+      // the browser sent, and refused the change for want of the CSRF token.
+      assert.equal(response.status(), 403);
+    } finally {
+      await other.close();
+      attacker.close();
+    }
+    const endpoints = await fetchJson<{ data: Array<{ url: string }> }>(page, '/v1/endpoints');
+    assert.ok(endpoints.data.every((e) => !e.url.includes('attacker')), 'nothing was created');
   });
 
   test('sign out returns to the sign-in screen; signing in again comes back to the page asked for', pending, async () => {
