@@ -374,6 +374,32 @@ describe('a customer manages webhooks in the panel', () => {
     assert.ok(receiver.requests.slice(before).every((r) => r.headers['x-service-event'] === 'alarm.created'));
   });
 
+  test('every endpoint screen is labelled, fits a 375 px screen, and the attempt log opens from the keyboard', pending, async () => {
+    const detail = new URL(page.url()).pathname;
+    await page.setViewportSize({ width: 375, height: 740 });
+    try {
+      for (const [path, name] of [
+        ['/settings/webhooks', 'Webhooks'],
+        ['/settings/webhooks/new', 'Add an endpoint'],
+        [detail, /localhost|127\.0\.0\.1/],
+      ] as const) {
+        await page.goto(`${origin}${path}`);
+        await heading(name).waitFor();
+        await page.waitForLoadState('networkidle');
+        assert.deepEqual(await unlabelledControls(page), [], `${path}: every control has a name`);
+        assert.equal(await scrollsSideways(page), false, `${path}: no sideways scrolling at 375 px`);
+      }
+      await page.getByTestId('attempt-row').first().waitFor();
+      const details = page.getByTestId('attempt-row').first().getByRole('button', { name: /^Details/ });
+      await details.focus();
+      await page.keyboard.press('Enter');
+      await page.getByTestId('attempt-row').first().getByTestId('attempt-detail').waitFor();
+      assert.equal(await scrollsSideways(page), false, 'an open attempt fits too');
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 860 });
+    }
+  });
+
   test('a page of another origin cannot make changes with the signed-in user\u2019s cookie', pending, async () => {
     // Another port of the same host is the same *site*, so SameSite=Lax alone would not
     // keep the cookie back: the CSRF token and the origin check must.
