@@ -140,7 +140,8 @@ interface Result {
 async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Promise<Result> {
   const cleanups: Array<() => Promise<void> | void> = [];
   try {
-    const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY) };
+    // The receiver listens on loopback, which Herald refuses unless allowed.
+    const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
     if (engine === 'pglite') {
       const dir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
       cleanups.push(() => rmSync(dir, { recursive: true, force: true }));

@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { parseCidr } from './core/address-policy.ts';
 import { ConfigError } from './errors.ts';
 
 /**
@@ -54,6 +55,11 @@ export interface Config {
   rateLimits: RateLimits;
   panel: PanelAuthConfig;
   dispatcher: DispatcherConfig;
+  /**
+   * Non-public networks webhooks may still be sent to (CIDR). Empty: public
+   * addresses only, so a customer's endpoint cannot reach into the operator's network.
+   */
+  allowedNetworks: string[];
 }
 
 /** Panel sign-in: the session cookie and how long a session lasts. */
@@ -148,6 +154,19 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+/** A comma- or space-separated list of CIDR ranges ("10.0.0.0/8, fd00::/8"). */
+function networks(setting: string, raw: string | undefined): string[] {
+  const items = (raw ?? '').split(/[\s,]+/).filter(Boolean);
+  return items.map((item) => {
+    try {
+      const { address, prefix } = parseCidr(item);
+      return `${address}/${prefix}`;
+    } catch (err) {
+      throw new ConfigError(setting, (err as Error).message);
+    }
+  });
+}
+
 export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
   const defaults = DEFAULT_RETRY;
   const config: Config = {
@@ -160,6 +179,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     // to the folder npm was started in.
     dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
+    allowedNetworks: networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS),
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -3,6 +3,7 @@ import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
+import { AddressPolicy } from './core/address-policy.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
@@ -36,13 +37,13 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   try {
     await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
-    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator() };
+    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;
     if (config.role !== 'worker') {
       // Test events go out from the API process, through a small pool of its own.
-      const agent = createAgent({ connections: 4 });
+      const agent = createAgent({ connections: 4, addresses: deps.addresses });
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,

@@ -12,7 +12,7 @@ import { publishEvents } from '../src/services/events.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
 import type { Db } from '../src/storage/db.ts';
 import { createScratchPostgres, ENGINES } from './helpers/engines.ts';
-import { TEST_KEY } from './helpers/herald.ts';
+import { TEST_ADDRESSES, TEST_KEY } from './helpers/herald.ts';
 import { startHeraldProcess } from './helpers/process.ts';
 import { startReceiver, type ReceivedRequest, type Receiver } from './helpers/receiver.ts';
 
@@ -25,7 +25,7 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
   let receiver: Receiver;
   let accountId: string;
   const env = () => ({ DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64'), HERALD_CONCURRENCY: '16', HERALD_ENDPOINT_CONCURRENCY: '16' });
-  const deps = () => ({ db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator() });
+  const deps = () => ({ db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator(), addresses: TEST_ADDRESSES });
 
   before(async () => {
     scratch = await createScratchPostgres();

@@ -7,7 +7,7 @@ import { buildApp } from '../src/http/app.ts';
 import { problemOf } from '../src/http/problem.ts';
 import type { Db } from '../src/storage/db.ts';
 import { ENGINES } from './helpers/engines.ts';
-import { createTestHerald, TEST_KEY, type TestHerald } from './helpers/herald.ts';
+import { createTestHerald, TEST_ADDRESSES, TEST_KEY, type TestHerald } from './helpers/herald.ts';
 import { assertProblem } from './helpers/problem.ts';
 
 describe('the error table', () => {
@@ -107,6 +107,7 @@ describe('an unexpected failure', () => {
       encryptionKey: TEST_KEY,
       clock: () => new Date(),
       validator: new SchemaValidator(),
+      addresses: TEST_ADDRESSES,
       disableAfter: 20,
       maxBodyBytes: 1024,
       logLevel: 'info',

@@ -1,5 +1,6 @@
 import { Agent, request } from 'undici';
 import type { Config } from '../config.ts';
+import { AddressPolicy } from '../core/address-policy.ts';
 import { SchemaValidator } from '../core/schema-validator.ts';
 import { systemClock } from '../core/clock.ts';
 import { HeraldError, type ErrorCode } from '../errors.ts';
@@ -42,7 +43,7 @@ export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, ar
   const storage = await openStorage(config);
   try {
     await prepareDatabase(storage.db);
-    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator() }, args);
+    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) }, args);
   } finally {
     await storage.close();
   }

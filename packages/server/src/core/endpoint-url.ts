@@ -1,12 +1,17 @@
+import { isIP } from 'node:net';
 import { invalidField, type HeraldError } from '../errors.ts';
+import { isLocalHostName, refusedAddressMessage, type AddressPolicy } from './address-policy.ts';
 
 const MAX_URL_LENGTH = 2048;
 
 /**
  * SPEC.md: the address must use https; the panel rejects http. Returns the
- * normalised URL or throws a 400 that says what to fix.
+ * normalised URL or throws a 400 that says what to fix. An address the policy
+ * would refuse (a private or loopback IP, `localhost`) is refused here too, so
+ * the customer hears it now rather than from failed attempts; a name that
+ * resolves to such an address is caught when Herald connects.
  */
-export function parseEndpointUrl(raw: unknown, field = 'url'): string {
+export function parseEndpointUrl(raw: unknown, addresses: AddressPolicy, field = 'url'): string {
   const fail = (message: string): HeraldError => invalidField(field, message, 'invalid_url');
   if (typeof raw !== 'string' || raw.trim() === '') throw fail('is required: give the https address of your receiver, e.g. https://example.com/webhooks');
   if (raw.length > MAX_URL_LENGTH) throw fail(`must be at most ${MAX_URL_LENGTH} characters`);
@@ -21,5 +26,11 @@ export function parseEndpointUrl(raw: unknown, field = 'url'): string {
   if (!url.hostname) throw fail('must name a host');
   if (url.username || url.password) throw fail('must not contain a user name or password; requests are authenticated by their signature');
   if (url.hash) throw fail('must not contain a #fragment, which is never sent to the server');
+  const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+  const ip = isIP(host) ? host : isLocalHostName(host) ? '127.0.0.1' : undefined;
+  if (ip) {
+    const verdict = addresses.check(ip);
+    if (!verdict.allowed) throw fail(`cannot be used: ${refusedAddressMessage(host, ip, verdict.kind ?? 'special')}`);
+  }
   return url.toString();
 }

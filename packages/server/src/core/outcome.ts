@@ -12,6 +12,7 @@ export const TRANSPORT_ERRORS = {
   tls: 'TLS handshake failed',
   aborted: 'aborted',
   network: 'network error',
+  address_refused: 'address not allowed (private, loopback or other non-public network)',
 } as const;
 export type TransportErrorKind = keyof typeof TRANSPORT_ERRORS;
 

@@ -55,7 +55,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, config, clock } = deps;
   const random = deps.random ?? Math.random;
   const maxAttempts = config.retry.maxRetries + 1;
-  const agent: Agent = createAgent({ connections: config.endpointConcurrency, connect: deps.connect });
+  const agent: Agent = createAgent({ connections: config.endpointConcurrency, addresses: deps.addresses, connect: deps.connect });
   const recorder = createRecorder({
     db,
     disableAfter: config.disableAfter,

@@ -1,4 +1,7 @@
-import { Agent, request, errors as undiciErrors } from 'undici';
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import { Agent, buildConnector, request, errors as undiciErrors } from 'undici';
+import { refusedAddressMessage, type AddressPolicy } from '../core/address-policy.ts';
 import type { AttemptResult, TransportErrorKind } from '../core/outcome.ts';
 
 /** At most this much of a response body is kept for the attempt log. */
@@ -21,13 +24,61 @@ export interface SendResult {
   durationMs: number;
 }
 
-/** One keep-alive pool per origin; redirects are never followed (no interceptor). */
-export function createAgent(options: { connections: number; connect?: Agent.Options['connect'] }): Agent {
+/** A connection refused by the address policy before it was opened. */
+export class AddressRefusedError extends Error {
+  readonly code = 'HERALD_ADDRESS_REFUSED';
+  constructor(host: string, ip: string, kind: string) {
+    super(refusedAddressMessage(host, ip, kind));
+    this.name = 'AddressRefusedError';
+  }
+}
+
+/**
+ * DNS lookup that keeps only the addresses the policy allows, so the socket
+ * can only connect to a checked address (no window for DNS rebinding between
+ * a check and the connection).
+ */
+function checkedLookup(policy: AddressPolicy): LookupFunction {
+  return (hostname, options, callback) => {
+    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+      if (err) return (callback as (e: Error) => void)(err);
+      const allowed = addresses.filter((a) => policy.check(a.address).allowed);
+      if (allowed.length === 0) {
+        const first = addresses[0];
+        const refused = first
+          ? new AddressRefusedError(hostname, first.address, policy.check(first.address).kind ?? 'special')
+          : Object.assign(new Error(`DNS: no address for ${hostname}`), { code: 'ENOTFOUND' });
+        return (callback as (e: Error) => void)(refused);
+      }
+      if (options.all) (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, allowed);
+      else callback(null, allowed[0]!.address, allowed[0]!.family);
+    });
+  };
+}
+
+/**
+ * One keep-alive pool per origin; redirects are never followed (no
+ * interceptor). Every connection goes through the address policy: a literal
+ * IP is checked here, a name after its DNS lookup.
+ */
+export function createAgent(options: { connections: number; addresses: AddressPolicy; connect?: buildConnector.BuildOptions }): Agent {
+  const connectTls = buildConnector({ ...options.connect, lookup: checkedLookup(options.addresses) } as buildConnector.BuildOptions);
+  const connect: buildConnector.connector = (opts, callback) => {
+    const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
+    if (isIP(host)) {
+      const verdict = options.addresses.check(host);
+      if (!verdict.allowed) {
+        callback(new AddressRefusedError(host, host, verdict.kind ?? 'special'), null);
+        return;
+      }
+    }
+    connectTls(opts, callback);
+  };
   return new Agent({
     connections: options.connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
-    connect: { ...options.connect },
+    connect,
   });
 }
 
@@ -49,6 +100,7 @@ export function describeTransportError(
 ): { kind: TransportErrorKind; message: string } {
   const e = err as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
   const code = e?.code ?? e?.cause?.code ?? '';
+  if (code === 'HERALD_ADDRESS_REFUSED') return { kind: 'address_refused', message: e.message };
   if (how.aborted) return { kind: 'aborted', message: 'aborted: Herald shut down before the receiver answered' };
   if (how.timedOut || e?.name === 'TimeoutError' || e?.name === 'AbortError' || code === 'UND_ERR_HEADERS_TIMEOUT' || code === 'UND_ERR_CONNECT_TIMEOUT') {
     return { kind: 'timeout', message: `timed out after ${timeoutMs / 1000} s` };

@@ -59,7 +59,7 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
  * tests drive it with `app.inject()`.
  */
 export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
-  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4 });
+  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses });
   const options: RouteDeps & AppOptions = {
     ...appOptions,
     outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },

@@ -1,3 +1,4 @@
+import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { SchemaValidator } from '../core/schema-validator.ts';
 import type { Db } from '../storage/db.ts';
@@ -9,4 +10,6 @@ export interface ServiceDeps {
   encryptionKey: Buffer;
   clock: Clock;
   validator: SchemaValidator;
+  /** Which networks webhooks may be sent to (public addresses only, unless the operator allows more). */
+  addresses: AddressPolicy;
 }

@@ -43,7 +43,7 @@ export async function createEndpoint(
   accountId: string,
   input: EndpointInput,
 ): Promise<{ endpoint: q.EndpointRow; secret: string }> {
-  const url = parseEndpointUrl(input.url);
+  const url = parseEndpointUrl(input.url, deps.addresses);
   const description = checkDescription(input.description) ?? '';
   const eventTypes = await checkEventTypes(deps.db, input.event_types);
   const id = randomUUID();
@@ -62,7 +62,7 @@ export async function createEndpoint(
 
 export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: string, input: EndpointInput): Promise<q.EndpointRow> {
   const patch = {
-    url: input.url === undefined ? undefined : parseEndpointUrl(input.url),
+    url: input.url === undefined ? undefined : parseEndpointUrl(input.url, deps.addresses),
     description: checkDescription(input.description),
     eventTypes: input.event_types === undefined ? undefined : await checkEventTypes(deps.db, input.event_types),
   };

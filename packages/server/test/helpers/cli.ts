@@ -67,7 +67,8 @@ export interface RunningHerald {
 export function startHerald(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<RunningHerald> {
   const child = spawn(process.execPath, [...CLI_ARGS, 'start', '--port', '0', '--log-level', 'warn', ...args], {
     cwd: SERVER_DIR,
-    env,
+    // The test receivers listen on loopback, which Herald refuses unless allowed.
+    env: { HERALD_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   children.add(child);

@@ -1,6 +1,7 @@
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
+import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
@@ -16,6 +17,10 @@ import { OpenApiChecker } from './openapi-check.ts';
 import { TLS } from './tls.ts';
 
 export const TEST_KEY = Buffer.alloc(32, 7);
+
+/** The test receivers listen on loopback, which Herald refuses unless allowed. */
+export const TEST_NETWORKS = ['127.0.0.0/8', '::1/128'];
+export const TEST_ADDRESSES = new AddressPolicy(TEST_NETWORKS);
 
 export interface TestHerald {
   db: TestDb;
@@ -55,16 +60,18 @@ export async function createTestHerald(
     rateLimits?: Partial<RateLimits>;
     panel?: PanelOptions;
     panelAuth?: Partial<PanelAuthConfig>;
+    /** Which networks it may send to; loopback (the test receivers) and the public internet by default. */
+    addresses?: AddressPolicy;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
-  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator() };
+  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator(), addresses: options.addresses ?? TEST_ADDRESSES };
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
-  const agent = createAgent({ connections: 4, connect: { ca: TLS.ca } });
+  const agent = createAgent({ connections: 4, addresses: deps.addresses, connect: { ca: TLS.ca } });
   const app = await buildApp({
     ...deps,
     disableAfter: config.disableAfter,

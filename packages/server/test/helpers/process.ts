@@ -19,7 +19,8 @@ export interface HeraldProcess {
  */
 export async function startHeraldProcess(args: string[], env: Record<string, string>): Promise<HeraldProcess> {
   const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'start', ...args], {
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
+    // The test receivers listen on loopback, which Herald refuses unless allowed.
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', HERALD_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
   });
   let err = '';
