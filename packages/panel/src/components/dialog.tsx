@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useRef } from 'preact/hooks';
+import { useEffect, useId, useLayoutEffect, useRef } from 'preact/hooks';
 
 interface Props {
   open: boolean;
@@ -24,7 +24,19 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
   const onCloseRef = useRef(onClose);
   onCloseRef.current = onClose;
 
-  useEffect(() => {
+  // Focus goes back to the opener as soon as the dialog closes: the `close`
+  // event comes a task later, and a keypress in between would land on <body>.
+  const restoreFocus = () => {
+    const back = opener.current;
+    opener.current = null;
+    if (back instanceof HTMLElement && back.isConnected) back.focus();
+  };
+  const restoreRef = useRef(restoreFocus);
+  restoreRef.current = restoreFocus;
+
+  // A layout effect: the dialog opens or closes in the same task as its
+  // content appears or goes, never showing an open, empty dialog in between.
+  useLayoutEffect(() => {
     const dialog = ref.current;
     if (!dialog) return;
     if (open && !dialog.open) {
@@ -32,6 +44,7 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
       dialog.showModal();
     } else if (!open && dialog.open) {
       dialog.close();
+      restoreFocus();
     }
   }, [open]);
 
@@ -42,10 +55,8 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
       e.preventDefault();
       onCloseRef.current();
     };
-    const closed = () => {
-      const back = opener.current;
-      if (back instanceof HTMLElement && back.isConnected) back.focus();
-    };
+    // Closed another way (a form with method="dialog"): same thing, if not done yet.
+    const closed = () => restoreRef.current();
     dialog.addEventListener('cancel', cancel);
     dialog.addEventListener('close', closed);
     return () => {
