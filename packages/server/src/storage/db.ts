@@ -11,8 +11,17 @@ export interface QueryResult<R> {
   rowCount: number;
 }
 
+export interface QueryOptions {
+  /**
+   * Prepare the statement once per connection under this name and reuse its
+   * plan (PostgreSQL; the embedded engine ignores it). Only for the hot
+   * statements, and a name must always carry the same text.
+   */
+  name?: string;
+}
+
 export interface Queryable {
-  query<R = Row>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>>;
+  query<R = Row>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>>;
 }
 
 export type Engine = 'pglite' | 'postgres';

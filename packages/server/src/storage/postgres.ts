@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { Db, Queryable, QueryResult } from './db.ts';
+import type { Db, Queryable, QueryOptions, QueryResult } from './db.ts';
 
 const INT8_OID = 20;
 
@@ -20,8 +20,11 @@ export interface PostgresOptions {
 
 function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   return {
-    async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await client.query(text, params as unknown[] | undefined);
+    async query<R>(text: string, params?: readonly unknown[], options?: QueryOptions): Promise<QueryResult<R>> {
+      const values = params as unknown[] | undefined;
+      // A named statement is parsed and planned once per connection: the hot
+      // statements are long CTEs whose planning cost more than their execution.
+      const res = options?.name ? await client.query({ name: options.name, text, values }) : await client.query(text, values);
       return { rows: res.rows as R[], rowCount: res.rowCount ?? 0 };
     },
   };

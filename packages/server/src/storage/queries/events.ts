@@ -57,6 +57,7 @@ export async function insertEventsWithDeliveries(
       p.events.map((e) => e.body.toString('base64')),
       p.events.map((e) => e.requestHash.toString('base64')),
     ],
+    { name: 'herald_publish' },
   );
   return { inserted: new Set(rows.map((r) => r.id)), pending: rows[0]?.pending ?? 0 };
 }
