@@ -3,7 +3,6 @@ import assert from 'node:assert/strict';
 import { DEFAULT_RETRY } from '../src/config.ts';
 import { classifyOutcome } from '../src/core/outcome.ts';
 import { nextAttemptAt, parseRetryAfter } from '../src/core/retry-policy.ts';
-import { streakChanges } from '../src/dispatcher/record.ts';
 
 const now = new Date('2026-11-20T08:00:00.000Z');
 const delay = (attempt: number, random = 0.5, retryAfterMs?: number) => {
@@ -51,22 +50,5 @@ describe('outcome classification (SPEC.md table)', () => {
   test('every transport failure is retried with its message', () => {
     const o = classifyOutcome({ stage: 'transport', kind: 'timeout', message: 'timed out after 10 s' });
     assert.deepEqual(o, { verdict: 'retry', error: 'timed out after 10 s', status: null });
-  });
-});
-
-describe('failure streaks of one batch', () => {
-  test('a success resets; failures after it count; retries and skips do not count', () => {
-    const changes = streakChanges([
-      { endpointId: 'a', state: 'failed', error: 'HTTP 500' },
-      { endpointId: 'a', state: 'succeeded', error: null },
-      { endpointId: 'a', state: 'failed', error: 'HTTP 404' },
-      { endpointId: 'b', state: 'failed', error: 'HTTP 410' },
-      { endpointId: 'b', state: 'pending', error: 'HTTP 503' },
-      { endpointId: 'b', state: 'skipped', error: null },
-    ]);
-    assert.deepEqual(changes, [
-      { endpointId: 'a', reset: true, failuresAfter: 1, lastError: 'HTTP 404' },
-      { endpointId: 'b', reset: false, failuresAfter: 1, lastError: 'HTTP 410' },
-    ]);
   });
 });

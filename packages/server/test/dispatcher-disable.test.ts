@@ -3,6 +3,9 @@ import assert from 'node:assert/strict';
 import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
+import { recordResults, type DeliveryUpdate } from '../src/storage/queries/record-results.ts';
+import type { DeliveryState } from '../src/storage/queries/deliveries.ts';
 
 for (const engine of ENGINES) {
   describe(`automatic disabling after 20 consecutive failed deliveries [${engine}]`, () => {
@@ -101,6 +104,63 @@ for (const engine of ENGINES) {
       assert.equal(r.skipped, 1);
       const { rows } = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1', [id]);
       assert.deepEqual(rows.map((x) => x.state), ['skipped']);
+    });
+
+    describe('one recorded batch, in completion order', () => {
+      /** Publishes `n` events to the endpoint and leases their deliveries, as a worker's claim would. */
+      async function leased(endpointId: string, n: number) {
+        for (let i = 0; i < n; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `batch-${i}` } });
+        const now = h.clock.now();
+        const claims = await claimDeliveries(h.db, {
+          now,
+          limit: 100,
+          scan: 400,
+          leaseUntil: new Date(now.getTime() + 60_000),
+          maxAttempts: 7,
+          endpointCap: 100,
+          inFlight: new Map(),
+        });
+        return claims.filter((c) => c.endpoint_id === endpointId);
+      }
+      const update = (c: { id: string; lease_token: number }, state: DeliveryState, lastError: string | null): DeliveryUpdate => ({
+        id: c.id,
+        leaseToken: c.lease_token,
+        state,
+        nextAttemptAt: h.clock.now(),
+        lastStatus: null,
+        lastError,
+      });
+
+      test('a success restarts the streak, failures after it count, retries and skips do not, a late worker changes nothing', async () => {
+        const id = await newEndpoint();
+        await h.db.query('UPDATE endpoints SET failure_streak = 5 WHERE id = $1', [id]);
+        const [a, b, c, d, e] = await leased(id, 5);
+        const batch = [update(a!, 'failed', 'HTTP 500'), update(b!, 'succeeded', null), update(c!, 'failed', 'HTTP 404'), update(d!, 'pending', 'HTTP 503'), update(e!, 'skipped', null)];
+        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 20 }), []);
+        assert.equal((await endpoint(id)).failure_streak, 1);
+        // The same batch again (a retried write): the leases are spent, nothing moves.
+        await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 20 });
+        assert.equal((await endpoint(id)).failure_streak, 1);
+        const { rows } = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1 ORDER BY created_at, id', [id]);
+        assert.deepEqual(rows.map((r) => r.state).sort(), ['failed', 'failed', 'pending', 'skipped', 'succeeded']);
+        await h.api('DELETE', `/v1/endpoints/${id}`);
+      });
+
+      test('failures without a success add to the streak; reaching the threshold disables, once, with the last error', async () => {
+        const id = await newEndpoint();
+        await h.db.query('UPDATE endpoints SET failure_streak = 18 WHERE id = $1', [id]);
+        const [a, b, c] = await leased(id, 3);
+        const now = h.clock.now();
+        const disabled = await recordResults(h.db, { attempts: [], updates: [update(a!, 'failed', 'HTTP 410'), update(b!, 'failed', 'HTTP 401')], now, threshold: 20 });
+        assert.deepEqual(disabled, [id]);
+        const ep = await endpoint(id);
+        assert.deepEqual([ep.state, ep.failure_streak, ep.disabled_reason], ['disabled', 20, '20 consecutive failed deliveries; the last: HTTP 401']);
+        // A third failure recorded later counts, but does not disable it again.
+        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: [update(c!, 'failed', 'HTTP 500')], now: new Date(now.getTime() + 1), threshold: 20 }), []);
+        assert.equal((await endpoint(id)).failure_streak, 21);
+        assert.equal((await endpoint(id)).disabled_at, now.toISOString());
+        await h.api('DELETE', `/v1/endpoints/${id}`);
+      });
     });
   });
 }

@@ -1,14 +1,5 @@
 import type { Db } from '../storage/db.ts';
-import type { DeliveryState } from '../storage/queries/deliveries.ts';
-import {
-  applyStreaks,
-  insertAttempts,
-  skipPendingDeliveries,
-  updateDeliveries,
-  type AttemptRecord,
-  type DeliveryUpdate,
-  type StreakChange,
-} from '../storage/queries/record-results.ts';
+import { recordResults, skipPendingDeliveries, type AttemptRecord, type DeliveryUpdate } from '../storage/queries/record-results.ts';
 
 /** One finished piece of work: the delivery's new state and, if a request was sent, its attempt. */
 export interface Finished {
@@ -25,47 +16,34 @@ export interface RecorderOptions {
   onError?: (err: unknown) => void;
 }
 
-/** Folds a batch's final states, in completion order, into one streak change per endpoint. */
-export function streakChanges(applied: ReadonlyArray<{ endpointId: string; state: DeliveryState; error: string | null }>): StreakChange[] {
-  const byEndpoint = new Map<string, StreakChange>();
-  for (const a of applied) {
-    if (a.state !== 'succeeded' && a.state !== 'failed') continue;
-    const c = byEndpoint.get(a.endpointId) ?? { endpointId: a.endpointId, reset: false, failuresAfter: 0, lastError: null };
-    if (a.state === 'succeeded') {
-      c.reset = true;
-      c.failuresAfter = 0;
-    } else {
-      c.failuresAfter += 1;
-      c.lastError = a.error;
-    }
-    byEndpoint.set(a.endpointId, c);
-  }
-  return [...byEndpoint.values()];
-}
+/** A batch at least this large means results are arriving fast: wait a moment so the next one is larger. */
+const BUSY_BATCH = 64;
+const BUSY_WAIT_MS = 5;
 
 /**
  * Records results in batches (group commit): while one batch is being written,
- * new results queue up and go in the next. Each batch is one transaction of a
- * few multi-row statements, whatever its size. A failed write is retried; the
- * results stay queued meanwhile.
+ * new results queue up and go in the next. Each batch is one statement,
+ * whatever its size (`recordResults`). A failed write is retried; the results
+ * stay queued meanwhile, and writing a batch twice changes nothing.
  */
 export function createRecorder(options: RecorderOptions) {
   let queue: Array<{ finished: Finished; done: () => void }> = [];
   let flushing: Promise<void> | undefined;
+  let lastBatch = 0;
   const touched = new Set<string>();
 
   async function writeBatch(batch: Finished[]): Promise<void> {
     const now = options.now();
-    const disabled = await options.db.transaction(async (tx) => {
-      await insertAttempts(tx, batch.flatMap((f) => (f.attempt ? [f.attempt] : [])));
-      const applied = new Set((await updateDeliveries(tx, batch.map((f) => f.update), now)).map((r) => r.id));
-      const finals = batch
-        .filter((f) => applied.has(f.update.id))
-        .map((f) => ({ endpointId: f.endpointId, state: f.update.state, error: f.update.lastError }));
-      const off = await applyStreaks(tx, streakChanges(finals), { threshold: options.disableAfter, now });
-      await skipPendingDeliveries(tx, off, now);
-      return off;
+    const disabled = await recordResults(options.db, {
+      attempts: batch.flatMap((f) => (f.attempt ? [f.attempt] : [])),
+      updates: batch.map((f) => f.update),
+      now,
+      threshold: options.disableAfter,
     });
+    // A separate statement, run only when an endpoint was just disabled. If
+    // the process dies in between, nothing is sent anyway: a claim of a
+    // disabled endpoint's delivery skips it instead of sending.
+    if (disabled.length > 0) await skipPendingDeliveries(options.db, disabled, now);
     for (const f of batch) touched.add(f.endpointId);
     if (disabled.length > 0) options.onDisabled?.(disabled);
   }
@@ -75,8 +53,11 @@ export function createRecorder(options: RecorderOptions) {
     while (queue.length > 0) {
       // Let pending I/O land first: PGlite runs queries on this thread, so
       // without this turn of the event loop results would go one at a time.
-      await new Promise((r) => setImmediate(r));
+      // Under load (the last batch was large) wait a few milliseconds more:
+      // fewer, larger batches cost the database much less per result.
+      await new Promise((r) => (lastBatch >= BUSY_BATCH ? setTimeout(r, BUSY_WAIT_MS) : setImmediate(r)));
       const batch = queue.slice(0, 1000);
+      lastBatch = batch.length;
       try {
         await writeBatch(batch.map((q) => q.finished));
         queue = queue.slice(batch.length);

@@ -28,45 +28,55 @@ export interface AttemptRecord {
   testBody: Buffer | null;
 }
 
+const ATTEMPT_COLUMNS = `id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+  started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url`;
+
 /**
- * Inserts many attempt rows in one statement. Rows whose endpoint (or
- * delivery) was deleted meanwhile are left out rather than failing the batch.
+ * The attempts of parameter $n (a JSON array, see `attemptsJson`), without
+ * rows whose endpoint (or delivery) was deleted meanwhile: those are left out
+ * rather than failing the batch. One JSON parameter costs far less to encode
+ * than seventeen arrays.
  */
+function attemptRows(param: number): string {
+  return `SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
+            v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers,
+            decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
+       FROM jsonb_to_recordset($${param}::jsonb) AS v(
+              id uuid, account_id uuid, endpoint_id uuid, delivery_id uuid, event_id uuid, event_type text, attempt_number int,
+              is_test bool, started_at timestamptz, duration_ms int, status_code int, outcome text, error text,
+              request_headers jsonb, response_excerpt text, test_body text, url text)
+      WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
+        AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))`;
+}
+
+function attemptsJson(attempts: readonly AttemptRecord[]): string {
+  return JSON.stringify(
+    attempts.map((a) => ({
+      id: a.id,
+      account_id: a.accountId,
+      endpoint_id: a.endpointId,
+      delivery_id: a.deliveryId,
+      event_id: a.eventId,
+      event_type: a.eventType,
+      attempt_number: a.attemptNumber,
+      is_test: a.isTest,
+      started_at: a.startedAt,
+      duration_ms: a.durationMs,
+      status_code: a.statusCode,
+      outcome: a.outcome,
+      error: a.error,
+      request_headers: a.requestHeaders,
+      response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
+      test_body: a.testBody?.toString('base64') ?? null,
+      url: a.url,
+    })),
+  );
+}
+
+/** Inserts many attempt rows in one statement (test sends; the dispatcher uses `recordResults`). */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptRecord[]): Promise<void> {
   if (attempts.length === 0) return;
-  const col = <T>(f: (a: AttemptRecord) => T) => attempts.map(f);
-  await db.query(
-    `INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                           started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
-     SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
-            v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers::jsonb,
-            decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
-       FROM unnest($1::uuid[], $2::uuid[], $3::uuid[], $4::uuid[], $5::uuid[], $6::text[], $7::int[], $8::bool[],
-                   $9::timestamptz[], $10::int[], $11::int[], $12::text[], $13::text[], $14::text[], $15::text[], $16::text[], $17::text[])
-            AS v(id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                 started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
-      WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
-        AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))`,
-    [
-      col((a) => a.id),
-      col((a) => a.accountId),
-      col((a) => a.endpointId),
-      col((a) => a.deliveryId),
-      col((a) => a.eventId),
-      col((a) => a.eventType),
-      col((a) => a.attemptNumber),
-      col((a) => a.isTest),
-      col((a) => a.startedAt),
-      col((a) => a.durationMs),
-      col((a) => a.statusCode),
-      col((a) => a.outcome),
-      col((a) => a.error),
-      col((a) => JSON.stringify(a.requestHeaders)),
-      col((a) => a.responseExcerpt?.toString('base64') ?? null),
-      col((a) => a.testBody?.toString('base64') ?? null),
-      col((a) => a.url),
-    ],
-  );
+  await db.query(`INSERT INTO attempts (${ATTEMPT_COLUMNS}) ${attemptRows(1)} ON CONFLICT (id) DO NOTHING`, [attemptsJson(attempts)]);
 }
 
 export interface DeliveryUpdate {
@@ -78,68 +88,85 @@ export interface DeliveryUpdate {
   lastError: string | null;
 }
 
-/**
- * Applies many attempt results in one statement. Fencing: a row is updated
- * only while it still carries the lease token of the worker that sent it; a
- * late worker whose lease ran out changes nothing. Returns the rows applied.
- */
-export async function updateDeliveries(db: Queryable, updates: readonly DeliveryUpdate[], now: Date): Promise<Array<{ id: string; endpoint_id: string; state: DeliveryState }>> {
-  if (updates.length === 0) return [];
-  const { rows } = await db.query<{ id: string; endpoint_id: string; state: DeliveryState }>(
-    `UPDATE deliveries d
-        SET state = v.state, next_attempt_at = v.next_attempt_at, last_status = v.last_status,
-            last_error = v.last_error, lease_token = NULL, updated_at = $7
-       FROM unnest($1::uuid[], $2::int8[], $3::text[], $4::timestamptz[], $5::int[], $6::text[])
-            AS v(id, lease_token, state, next_attempt_at, last_status, last_error)
-      WHERE d.id = v.id AND d.lease_token = v.lease_token AND d.state = 'pending'
-      RETURNING d.id, d.endpoint_id, d.state`,
-    [
-      updates.map((u) => u.id),
-      updates.map((u) => u.leaseToken),
-      updates.map((u) => u.state),
-      updates.map((u) => u.nextAttemptAt),
-      updates.map((u) => u.lastStatus),
-      updates.map((u) => u.lastError),
-      now,
-    ],
-  );
-  return rows;
-}
+/** An endpoint's failure streak after a batch (in `moved` below). */
+const STREAK = `(CASE WHEN s.reset THEN s.failures ELSE ep.failure_streak + s.failures END)`;
 
-export interface StreakChange {
-  endpointId: string;
-  /** A delivery of this batch succeeded: the streak restarts from `failuresAfter`. */
-  reset: boolean;
-  /** Failed deliveries after the last success of the batch (or all of them). */
-  failuresAfter: number;
-  /** The message of the last failure, for the disable reason. */
-  lastError: string | null;
-}
+const RECORD_RESULTS = `
+  WITH logged AS (
+    INSERT INTO attempts (${ATTEMPT_COLUMNS}) ${attemptRows(1)}
+    ON CONFLICT (id) DO NOTHING
+  ), applied AS (
+    -- Fencing: a row changes only while it still carries the lease token of
+    -- the worker that sent it; a late worker whose lease ran out changes
+    -- nothing. Only a pending delivery has a lease token (every change out of
+    -- pending clears it), so the token match is the whole guard. There is no
+    -- condition on state on purpose: with it, when statistics lag behind a
+    -- burst, the planner reads every pending row through deliveries_due
+    -- instead of looking the batch up by key. (Arrays, not JSON, for the same
+    -- reason: unnest of a known array tells the planner the row count.)
+    UPDATE deliveries d
+       SET state = v.state, next_attempt_at = v.next_attempt_at, last_status = v.last_status,
+           last_error = v.last_error, lease_token = NULL, updated_at = $8
+      FROM unnest($2::uuid[], $3::int8[], $4::text[], $5::timestamptz[], $6::int[], $7::text[]) WITH ORDINALITY
+           AS v(id, lease_token, state, next_attempt_at, last_status, last_error, ord)
+     WHERE d.id = v.id AND d.lease_token = v.lease_token
+    RETURNING d.endpoint_id, d.state, d.last_error, v.ord
+  ), ended AS (
+    SELECT a.*, max(a.ord) FILTER (WHERE a.state = 'succeeded') OVER (PARTITION BY a.endpoint_id) AS last_success
+      FROM applied a WHERE a.state IN ('succeeded', 'failed')
+  ), streaks AS (
+    -- Per endpoint, in completion order: a success restarts the streak, and
+    -- the failed deliveries after the last success add to it.
+    SELECT endpoint_id, bool_or(state = 'succeeded') AS reset,
+           count(*) FILTER (WHERE state = 'failed' AND ord > COALESCE(last_success, 0))::int AS failures,
+           (array_agg(last_error ORDER BY ord DESC) FILTER (WHERE state = 'failed'))[1] AS last_error
+      FROM ended GROUP BY endpoint_id
+  ), moved AS (
+    -- The streak is computed on the endpoint's current row version (ep, not a
+    -- snapshot), so two workers recording at once both count. Rows whose
+    -- streak stays as it is are not written.
+    UPDATE endpoints ep
+       SET failure_streak = ${STREAK},
+           enabled = ep.enabled AND ${STREAK} < $9,
+           disabled_at = CASE WHEN ep.enabled AND ${STREAK} >= $9 THEN $8 ELSE ep.disabled_at END,
+           disabled_reason = CASE WHEN ep.enabled AND ${STREAK} >= $9
+             THEN ${STREAK} || ' consecutive failed deliveries; the last: ' || COALESCE(s.last_error, 'unknown error')
+             ELSE ep.disabled_reason END,
+           updated_at = $8
+      FROM streaks s
+     WHERE ep.id = s.endpoint_id AND ${STREAK} <> ep.failure_streak
+    RETURNING ep.id, ep.enabled, ep.disabled_at
+  )
+  SELECT id FROM moved WHERE NOT enabled AND disabled_at = $8`;
 
 /**
- * Moves failure streaks and disables endpoints that reach the threshold, with
- * the reason and time. Returns the endpoints it disabled.
+ * Records a batch of finished work in one statement (one round trip, atomic
+ * on its own): the attempt rows, the deliveries' new states (fenced by lease
+ * token), and each endpoint's failure streak, disabling those that reach
+ * `threshold` with the reason and time. Returns the endpoints it disabled;
+ * their pending deliveries are the caller's to skip (`skipPendingDeliveries`).
+ * Running it twice with the same batch changes nothing the second time.
  */
-export async function applyStreaks(db: Queryable, changes: readonly StreakChange[], p: { threshold: number; now: Date }): Promise<string[]> {
-  if (changes.length === 0) return [];
+export async function recordResults(
+  db: Queryable,
+  p: { attempts: readonly AttemptRecord[]; updates: readonly DeliveryUpdate[]; now: Date; threshold: number },
+): Promise<string[]> {
   const { rows } = await db.query<{ id: string }>(
-    `UPDATE endpoints ep
-        SET failure_streak = s.streak,
-            enabled = CASE WHEN ep.enabled AND s.streak >= $5 THEN false ELSE ep.enabled END,
-            disabled_at = CASE WHEN ep.enabled AND s.streak >= $5 THEN $6 ELSE ep.disabled_at END,
-            disabled_reason = CASE WHEN ep.enabled AND s.streak >= $5
-              THEN s.streak || ' consecutive failed deliveries; the last: ' || COALESCE(s.last_error, 'unknown error')
-              ELSE ep.disabled_reason END,
-            updated_at = $6
-       FROM (SELECT v.id, CASE WHEN v.reset THEN v.failures ELSE e.failure_streak + v.failures END AS streak,
-                    v.last_error, e.enabled AS was_enabled
-               FROM unnest($1::uuid[], $2::bool[], $3::int[], $4::text[]) AS v(id, reset, failures, last_error)
-               JOIN endpoints e ON e.id = v.id) s
-      WHERE ep.id = s.id
-      RETURNING ep.id, (s.was_enabled AND s.streak >= $5) AS just_disabled`,
-    [changes.map((c) => c.endpointId), changes.map((c) => c.reset), changes.map((c) => c.failuresAfter), changes.map((c) => c.lastError), p.threshold, p.now],
+    RECORD_RESULTS,
+    [
+      attemptsJson(p.attempts),
+      p.updates.map((u) => u.id),
+      p.updates.map((u) => u.leaseToken),
+      p.updates.map((u) => u.state),
+      p.updates.map((u) => u.nextAttemptAt),
+      p.updates.map((u) => u.lastStatus),
+      p.updates.map((u) => u.lastError),
+      p.now,
+      p.threshold,
+    ],
+    { name: 'herald_record_results' },
   );
-  return (rows as Array<{ id: string; just_disabled: boolean }>).filter((r) => r.just_disabled).map((r) => r.id);
+  return rows.map((r) => r.id);
 }
 
 /**
