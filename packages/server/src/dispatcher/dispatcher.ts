@@ -16,6 +16,8 @@ import { createAgent, sendAttempt } from './send.ts';
 
 export { ATTEMPTS_KEPT };
 
+const SECRETS_CACHED = 10_000;
+
 export interface Logger {
   info(obj: object, msg?: string): void;
   warn(obj: object, msg?: string): void;
@@ -64,6 +66,19 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     onError: (err) => deps.log?.error({ err }, 'recording attempt results failed; retrying'),
   });
 
+  // Decrypted signing secrets by endpoint, with the ciphertext they came
+  // from: a rotation stores a new ciphertext, which misses and replaces the
+  // entry, so the new secret still signs the very next attempt.
+  const secrets = new Map<string, { encrypted: Buffer; secret: string }>();
+  function secretOf(claim: Claim): string {
+    const hit = secrets.get(claim.endpoint_id);
+    if (hit && hit.encrypted.equals(claim.secret_encrypted)) return hit.secret;
+    const secret = decryptSecret(deps.encryptionKey, claim.secret_encrypted, claim.endpoint_id);
+    if (secrets.size >= SECRETS_CACHED) secrets.clear();
+    secrets.set(claim.endpoint_id, { encrypted: claim.secret_encrypted, secret });
+    return secret;
+  }
+
   const inFlightByEndpoint = new Map<string, number>();
   const aborts = new Set<AbortController>();
   const tasks = new Set<Promise<void>>();
@@ -99,7 +114,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       attemptId,
       timestamp: unixSeconds(startedAt),
       body: claim.body,
-      secret: decryptSecret(deps.encryptionKey, claim.secret_encrypted, claim.endpoint_id),
+      secret: secretOf(claim),
     });
     const abort = new AbortController();
     aborts.add(abort);
