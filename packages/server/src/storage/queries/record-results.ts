@@ -32,10 +32,9 @@ const ATTEMPT_COLUMNS = `id, account_id, endpoint_id, delivery_id, event_id, eve
   started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url`;
 
 /**
- * The attempts of parameter $n (a JSON array, see `attemptsJson`), without
+ * The attempts of parameter $1 (a JSON array, see `attemptsJson`), without
  * rows whose endpoint (or delivery) was deleted meanwhile: those are left out
- * rather than failing the batch. One JSON parameter costs far less to encode
- * than seventeen arrays.
+ * rather than failing the batch.
  */
 function attemptRows(param: number): string {
   return `SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
@@ -91,9 +90,27 @@ export interface DeliveryUpdate {
 /** An endpoint's failure streak after a batch (in `moved` below). */
 const STREAK = `(CASE WHEN s.reset THEN s.failures ELSE ep.failure_streak + s.failures END)`;
 
+/**
+ * A dispatcher's attempt, as one positional JSON array: the account, endpoint
+ * and event come from the delivery row instead, so a batch sends the
+ * database about a third fewer bytes (writing them to the socket was a
+ * visible share of a worker's time). One JSON parameter also costs far less
+ * to encode than an array per column.
+ */
+function sentAttemptJson(a: AttemptRecord): unknown[] {
+  return [a.id, a.deliveryId, a.eventType, a.attemptNumber, a.startedAt, a.durationMs, a.statusCode, a.outcome, a.error, a.requestHeaders, a.responseExcerpt?.toString('base64') ?? null, a.url];
+}
+
 const RECORD_RESULTS = `
   WITH logged AS (
-    INSERT INTO attempts (${ATTEMPT_COLUMNS}) ${attemptRows(1)}
+    -- Joined to its delivery: an attempt whose delivery (or endpoint) was
+    -- deleted meanwhile is left out rather than failing the batch.
+    INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+                          started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, url)
+    SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
+           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->9, decode(j->>10, 'base64'), j->>11
+      FROM jsonb_array_elements($1::jsonb) AS j
+      JOIN deliveries d ON d.id = (j->>1)::uuid
     ON CONFLICT (id) DO NOTHING
   ), applied AS (
     -- Fencing: a row changes only while it still carries the lease token of
@@ -141,7 +158,7 @@ const RECORD_RESULTS = `
 
 /**
  * Records a batch of finished work in one statement (one round trip, atomic
- * on its own): the attempt rows, the deliveries' new states (fenced by lease
+ * on its own): the attempt rows (each joined to its delivery), the deliveries' new states (fenced by lease
  * token), and each endpoint's failure streak, disabling those that reach
  * `threshold` with the reason and time. Returns the endpoints it disabled;
  * their pending deliveries are the caller's to skip (`skipPendingDeliveries`).
@@ -151,10 +168,13 @@ export async function recordResults(
   db: Queryable,
   p: { attempts: readonly AttemptRecord[]; updates: readonly DeliveryUpdate[]; now: Date; threshold: number },
 ): Promise<string[]> {
+  // The attempts here are a dispatcher's, each of a delivery (they take its
+  // account, endpoint and event); test sends go through insertAttempts.
+  if (p.attempts.some((a) => a.deliveryId === null || a.isTest)) throw new Error('recordResults records dispatched attempts only; use insertAttempts for test sends');
   const { rows } = await db.query<{ id: string }>(
     RECORD_RESULTS,
     [
-      attemptsJson(p.attempts),
+      JSON.stringify(p.attempts.map(sentAttemptJson)),
       p.updates.map((u) => u.id),
       p.updates.map((u) => u.leaseToken),
       p.updates.map((u) => u.state),
