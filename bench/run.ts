@@ -9,14 +9,14 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import { signSync } from '@herald/verify/node';
+import { buildRequestHeaders } from '../packages/server/src/dispatcher/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
 
 const { values: opts } = parseArgs({
@@ -27,6 +27,8 @@ const { values: opts } = parseArgs({
     seconds: { type: 'string', default: '10' },
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
     split: { type: 'boolean', default: false },
+    /** With --split: this many worker processes, sharing the 16 connections per origin between them. */
+    workers: { type: 'string', default: '1' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
     profile: { type: 'string' },
@@ -108,6 +110,40 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
+const CLK_TCK = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
+/** CPU time (user + system) used so far by these processes, in ms. */
+function cpuMs(pids: number[]): number {
+  let ticks = 0;
+  for (const pid of pids) {
+    try {
+      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / CLK_TCK;
+}
+/** Every PostgreSQL server process on this machine (the bench runs against a local server). */
+function postgresPids(): number[] {
+  const pids: number[] = [];
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      if (readFileSync(`/proc/${name}/comm`, 'utf8').trim() === 'postgres') pids.push(Number(name));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return pids;
+}
+/** The whole machine's CPU ticks: busy and all (first line of /proc/stat). */
+function machineTicks(): { busy: number; all: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const all = f.reduce((a, b) => a + b, 0);
+  return { busy: all - f[3]! - f[4]!, all };
+}
 const peakRssMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 async function waitFor(receiver: Awaited<ReturnType<typeof startReceiver>>, n: number, timeoutMs: number): Promise<ReceiverStats> {
@@ -135,6 +171,10 @@ interface Result {
   p99: number;
   steadyRate: number;
   rss: number;
+  /** CPU ms per 1,000 deliveries in the burst phase, ingest included: Herald, PostgreSQL, receiver. */
+  cpu: { herald: number[]; postgres: number | null; receiver: number; generator: number; machine: number };
+  /** Share of the machine's CPU time busy during the burst (all processes). */
+  machineBusy: number;
 }
 
 async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Promise<Result> {
@@ -170,7 +210,12 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
     const split = opts.split && engine === 'postgres';
     const h = await herald(['start', ...(split ? ['--role', 'api'] : [])], env);
     const processes = [h.child];
-    if (split) processes.push((await herald(['start', '--role', 'worker'], env)).child);
+    const workers = split ? Number(opts.workers) : 0;
+    for (let i = 0; i < workers; i++) {
+      // The same concurrency per origin in all: 16 connections, divided between the workers.
+      const share = String(Math.max(1, Math.floor(ENDPOINT_CONCURRENCY / workers)));
+      processes.push((await herald(['start', '--role', 'worker'], { ...env, HERALD_ENDPOINT_CONCURRENCY: share })).child);
+    }
     for (const p of processes) {
       cleanups.push(
         () =>
@@ -189,6 +234,10 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
     // Phase 1: a burst of EVENTS events to ENDPOINTS endpoints, through the batch API.
     const gen = logisticsEvents();
     const batches = Array.from({ length: Math.ceil(EVENTS / 100) }, () => Array.from({ length: 100 }, () => gen.next().value));
+    const heraldPids = processes.map((p) => p.pid!);
+    const pgPids = engine === 'postgres' ? postgresPids() : [];
+    const cpu0 = { herald: heraldPids.map((pid) => cpuMs([pid])), postgres: cpuMs(pgPids), receiver: cpuMs([receiver.child.pid!]), generator: cpuMs([process.pid]) };
+    const m0 = machineTicks();
     const t0 = Date.now();
     let next = 0;
     await Promise.all(
@@ -199,6 +248,18 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
     const ingestSeconds = (Date.now() - t0) / 1000;
     const burst = await waitFor(receiver, EVENTS * ENDPOINTS, 30 * 60_000);
     const e2eSeconds = (burst.last - t0) / 1000;
+    const m1 = machineTicks();
+    const machineBusy = (m1.busy - m0.busy) / (m1.all - m0.all);
+    const perThousand = (ms: number) => (ms * 1000) / (EVENTS * ENDPOINTS);
+    const cpu = {
+      herald: heraldPids.map((pid, i) => perThousand(cpuMs([pid]) - cpu0.herald[i]!)),
+      // Backends started during the burst count from zero (the pool opens them as needed).
+      postgres: engine === 'postgres' ? perThousand(cpuMs([...new Set([...pgPids, ...postgresPids()])]) - cpu0.postgres) : null,
+      receiver: perThousand(cpuMs([receiver.child.pid!]) - cpu0.receiver),
+      generator: perThousand(cpuMs([process.pid]) - cpu0.generator),
+      // All CPUs' busy time, so it includes the kernel's work for loopback traffic.
+      machine: perThousand(((m1.busy - m0.busy) * 1000) / CLK_TCK),
+    };
 
     // Phase 2: a steady RATE events/s for SECONDS s, one POST each, to one endpoint.
     receiver.reset();
@@ -226,29 +287,41 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
       p99: percentile(steady.latencies, 99),
       steadyRate: total / sentSeconds,
       rss,
+      cpu,
+      machineBusy,
     };
   } finally {
     for (const c of cleanups.reverse()) await c();
   }
 }
 
-/** The ceiling: the receiver driven straight by undici, same concurrency, signed bodies, no database. */
-async function measureCeiling(n: number): Promise<number> {
+/** The ceiling: the receiver driven straight by undici, same concurrency, the same signed requests, no database. */
+async function measureCeiling(n: number): Promise<{ rate: number; cpu: number }> {
   const receiver = await startReceiver();
   const agent = new Agent({ connections: ENDPOINT_CONCURRENCY, connect: { ca: readFileSync(CA) } });
   const gen = logisticsEvents();
-  const body = Buffer.from(JSON.stringify({ id: crypto.randomUUID(), type: 'alarm.created', created_at: new Date().toISOString(), data: gen.next().value.data }));
+  const eventId = crypto.randomUUID();
+  const body = Buffer.from(JSON.stringify({ id: eventId, type: 'alarm.created', created_at: new Date().toISOString(), data: gen.next().value.data }));
+  const cpu0 = cpuMs([process.pid, receiver.child.pid!]);
   const t0 = Date.now();
   let sent = 0;
   await Promise.all(
     Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
       while (sent < n) {
         sent += 1;
-        const ts = Math.floor(Date.now() / 1000);
+        // The very headers Herald sends (signed per attempt), so the receiver does the same work for both.
+        const headers = buildRequestHeaders({
+          eventType: 'alarm.created',
+          eventId,
+          attemptId: crypto.randomUUID(),
+          timestamp: Math.floor(Date.now() / 1000),
+          body,
+          secret: 'whsec_bench',
+        });
         const res = await request(`https://localhost:${receiver.port}/ceiling`, {
           method: 'POST',
           dispatcher: agent,
-          headers: { 'content-type': 'application/json; charset=utf-8', 'x-service-timestamp': String(ts), 'x-service-signature': signSync({ body, secret: 'whsec_bench', timestamp: ts }) },
+          headers,
           body,
         });
         await res.body.dump();
@@ -256,25 +329,31 @@ async function measureCeiling(n: number): Promise<number> {
     }),
   );
   const rate = n / ((Date.now() - t0) / 1000);
+  const cpu = ((cpuMs([process.pid, receiver.child.pid!]) - cpu0) * 1000) / n;
   await agent.close();
   receiver.child.kill();
-  return rate;
+  return { rate, cpu };
 }
 
 const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
-const ceiling = await measureCeiling(Math.min(EVENTS * ENDPOINTS, 50_000));
-console.log(`ceiling: undici straight to the receiver, ${ENDPOINT_CONCURRENCY} connections: ${fmt(ceiling)} requests/s`);
+const measured = await measureCeiling(Math.min(EVENTS * ENDPOINTS, 50_000));
+const ceiling = measured.rate;
+console.log(
+  `ceiling: undici straight to the receiver, ${ENDPOINT_CONCURRENCY} connections: ${fmt(ceiling)} requests/s, ${fmt(measured.cpu)} CPU ms per 1,000 (client + receiver)`,
+);
 const results: Result[] = [];
 for (const engine of opts.engines!.split(',') as Array<'pglite' | 'postgres'>) {
   console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${SECONDS} s …`);
   results.push(await benchEngine(engine, ceiling));
 }
 await api.close();
-console.log(`\n| engine | ingest events/s | e2e deliveries/s | e2e / ceiling | steady rate (events/s) | p50 ingest→receipt | p99 ingest→receipt | peak RSS |`);
-console.log(`|---|---:|---:|---:|---:|---:|---:|---:|`);
+console.log(
+  `\n| engine | ingest events/s | e2e deliveries/s | e2e / ceiling | steady rate (events/s) | p50 ingest→receipt | p99 ingest→receipt | peak RSS | CPU ms per 1,000 deliveries: Herald (api + worker) / PostgreSQL / receiver / generator / whole machine | machine CPU busy in the burst |`,
+);
+console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
 for (const r of results) {
   console.log(
-    `| ${r.engine}${r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB |`,
+    `| ${r.engine}${r.processes > 2 ? ` (api + ${r.processes - 1} worker processes)` : r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB | ${r.cpu.herald.map(fmt).join(' + ')} / ${r.cpu.postgres === null ? 'in Herald' : fmt(r.cpu.postgres)} / ${fmt(r.cpu.receiver)} / ${fmt(r.cpu.generator)} / ${fmt(r.cpu.machine)} | ${(100 * r.machineBusy).toFixed(0)} % |`,
   );
 }
 console.log(`\nceiling ${fmt(ceiling)} deliveries/s (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
