@@ -11,6 +11,7 @@ import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
+import { startEmbeddedMaintenance } from './storage/maintenance.ts';
 import { openStorage, prepareDatabase } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
@@ -70,6 +71,12 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());
+    }
+    if (storage.db.engine === 'pglite') {
+      // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
+      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
+      const stop = startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') });
+      closers.unshift(stop);
     }
     let closing: Promise<void> | undefined;
     return {
