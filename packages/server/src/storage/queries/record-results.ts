@@ -28,25 +28,24 @@ export interface AttemptRecord {
   testBody: Buffer | null;
 }
 
-const ATTEMPT_COLUMNS = `id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-  started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url`;
-
 /**
- * The attempts of parameter $1 (a JSON array, see `attemptsJson`), without
- * rows whose endpoint (or delivery) was deleted meanwhile: those are left out
+ * Attempt rows from one JSON parameter (see `attemptsJson`), without rows
+ * whose endpoint (or delivery) was deleted meanwhile: those are left out
  * rather than failing the batch.
  */
-function attemptRows(param: number): string {
-  return `SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
-            v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers,
-            decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
-       FROM jsonb_to_recordset($${param}::jsonb) AS v(
-              id uuid, account_id uuid, endpoint_id uuid, delivery_id uuid, event_id uuid, event_type text, attempt_number int,
-              is_test bool, started_at timestamptz, duration_ms int, status_code int, outcome text, error text,
-              request_headers jsonb, response_excerpt text, test_body text, url text)
-      WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
-        AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))`;
-}
+const INSERT_ATTEMPTS = `
+  INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+                        started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
+  SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
+         v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers,
+         decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
+    FROM jsonb_to_recordset($1::jsonb) AS v(
+           id uuid, account_id uuid, endpoint_id uuid, delivery_id uuid, event_id uuid, event_type text, attempt_number int,
+           is_test bool, started_at timestamptz, duration_ms int, status_code int, outcome text, error text,
+           request_headers jsonb, response_excerpt text, test_body text, url text)
+   WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
+     AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))
+  ON CONFLICT (id) DO NOTHING`;
 
 function attemptsJson(attempts: readonly AttemptRecord[]): string {
   return JSON.stringify(
@@ -75,7 +74,7 @@ function attemptsJson(attempts: readonly AttemptRecord[]): string {
 /** Inserts many attempt rows in one statement (test sends; the dispatcher uses `recordResults`). */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptRecord[]): Promise<void> {
   if (attempts.length === 0) return;
-  await db.query(`INSERT INTO attempts (${ATTEMPT_COLUMNS}) ${attemptRows(1)} ON CONFLICT (id) DO NOTHING`, [attemptsJson(attempts)]);
+  await db.query(INSERT_ATTEMPTS, [attemptsJson(attempts)]);
 }
 
 export interface DeliveryUpdate {
