@@ -63,17 +63,11 @@ export async function claimDeliveries(
         ORDER BY r.rn, r.next_attempt_at
         LIMIT $7
         FOR UPDATE OF d SKIP LOCKED
-     ), relaxed AS (
-       -- This statement's commit does not wait for the WAL to reach disk. A
-       -- lease is soft state: the result's (synchronous) commit flushes it
-       -- anyway, and if the database crashes first, the claim is gone and
-       -- the delivery is simply claimed again (at least once, as always).
-       SELECT set_config('synchronous_commit', 'off', true)
      )
      UPDATE deliveries d
         SET attempts = LEAST(d.attempts + 1, $8), lease_token = nextval('delivery_lease_token'),
             next_attempt_at = $9, updated_at = $1
-       FROM chosen, relaxed, events e, endpoints ep
+       FROM chosen, events e, endpoints ep
       WHERE d.id = chosen.id AND e.account_id = d.account_id AND e.id = d.event_id AND ep.id = d.endpoint_id
       RETURNING d.id, d.account_id, d.event_id, d.endpoint_id, d.attempts, chosen.attempts_before, d.lease_token,
                 e.type, convert_from(e.body, 'UTF8') AS body, ep.url, ep.secret_encrypted, ep.enabled`,
