@@ -161,6 +161,18 @@ for (const engine of ENGINES) {
         assert.equal((await endpoint(id)).disabled_at, now.toISOString());
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
+
+      test('an enabled endpoint whose streak lands on the threshold again is disabled, even though the streak did not move', async () => {
+        // The threshold was lowered below a streak the endpoint already had.
+        const id = await newEndpoint();
+        await h.db.query('UPDATE endpoints SET failure_streak = 3 WHERE id = $1', [id]);
+        const [a, b, c, d] = await leased(id, 4);
+        const batch = [update(a!, 'succeeded', null), update(b!, 'failed', 'HTTP 500'), update(c!, 'failed', 'HTTP 500'), update(d!, 'failed', 'HTTP 502')];
+        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 2 }), [id]);
+        const ep = await endpoint(id);
+        assert.deepEqual([ep.state, ep.failure_streak], ['disabled', 3]);
+        await h.api('DELETE', `/v1/endpoints/${id}`);
+      });
     });
   });
 }

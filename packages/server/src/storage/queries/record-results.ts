@@ -140,7 +140,8 @@ const RECORD_RESULTS = `
   ), moved AS (
     -- The streak is computed on the endpoint's current row version (ep, not a
     -- snapshot), so two workers recording at once both count. Rows whose
-    -- streak stays as it is are not written.
+    -- streak stays as it is are not written, unless it is at the threshold
+    -- on an enabled endpoint (the threshold was lowered meanwhile).
     UPDATE endpoints ep
        SET failure_streak = ${STREAK},
            enabled = ep.enabled AND ${STREAK} < $9,
@@ -150,7 +151,7 @@ const RECORD_RESULTS = `
              ELSE ep.disabled_reason END,
            updated_at = $8
       FROM streaks s
-     WHERE ep.id = s.endpoint_id AND ${STREAK} <> ep.failure_streak
+     WHERE ep.id = s.endpoint_id AND (${STREAK} <> ep.failure_streak OR (ep.enabled AND ${STREAK} >= $9))
     RETURNING ep.id, ep.enabled, ep.disabled_at
   )
   SELECT id FROM moved WHERE NOT enabled AND disabled_at = $8`;
