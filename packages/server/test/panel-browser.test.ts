@@ -124,7 +124,9 @@ describe('the control panel served by a real Herald process', () => {
     await page.goto(`${origin}/settings/webhooks`);
     const heading = page.getByRole('heading', { name: 'Sign in to Herald', level: 1 });
     await heading.waitFor();
-    // A deep link comes back after signing in.
+    // A deep link comes back after signing in. The panel may render the screen
+    // a moment before it rewrites the address: wait for the address, not the heading.
+    await page.waitForFunction("location.pathname === '/sign-in'");
     assert.equal(new URL(page.url()).pathname + new URL(page.url()).search, '/sign-in?next=%2Fsettings%2Fwebhooks');
 
     const email = page.getByLabel('Email');
