@@ -4,7 +4,7 @@ import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
-import { recordResults, type DeliveryUpdate } from '../src/storage/queries/record-results.ts';
+import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../src/storage/queries/record-results.ts';
 import type { DeliveryState } from '../src/storage/queries/deliveries.ts';
 
 for (const engine of ENGINES) {
@@ -171,6 +171,45 @@ for (const engine of ENGINES) {
         assert.deepEqual(await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 2 }), [id]);
         const ep = await endpoint(id);
         assert.deepEqual([ep.state, ep.failure_streak], ['disabled', 3]);
+        await h.api('DELETE', `/v1/endpoints/${id}`);
+      });
+
+      test("each attempt is logged with its delivery's account, endpoint and event; one whose delivery is gone is left out; a batch written twice logs once", async () => {
+        const id = await newEndpoint();
+        const [a, b] = await leased(id, 2);
+        const sent = (c: typeof a): AttemptRecord => ({
+          id: crypto.randomUUID(),
+          // Taken from the delivery row, not from here:
+          accountId: '00000000-0000-4000-8000-000000000000',
+          endpointId: '00000000-0000-4000-8000-000000000000',
+          deliveryId: c!.id,
+          eventId: '00000000-0000-4000-8000-000000000000',
+          eventType: 'shipment.created',
+          attemptNumber: 1,
+          isTest: false,
+          startedAt: h.clock.now(),
+          durationMs: 12,
+          statusCode: 204,
+          outcome: 'succeeded',
+          error: null,
+          url: receiver.url,
+          requestHeaders: { 'x-service-signature': 'v1=00' },
+          responseExcerpt: Buffer.from('ok'),
+          testBody: null,
+        });
+        await h.db.query('DELETE FROM deliveries WHERE id = $1', [b!.id]);
+        const batch = { attempts: [sent(a), sent(b)], updates: [update(a!, 'succeeded', null), update(b!, 'succeeded', null)], now: h.clock.now(), threshold: 20 };
+        await recordResults(h.db, batch);
+        await recordResults(h.db, batch);
+        const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer }>(
+          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[])',
+          [id, [a!.id, b!.id]],
+        );
+        assert.equal(rows.length, 1);
+        assert.deepEqual(
+          { ...rows[0], response_excerpt: rows[0]!.response_excerpt.toString() },
+          { delivery_id: a!.id, account_id: h.accountId, endpoint_id: id, event_id: a!.event_id, response_excerpt: 'ok' },
+        );
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
     });
