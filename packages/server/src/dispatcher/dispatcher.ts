@@ -209,12 +209,24 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     return claims.length;
   }
 
+  /**
+   * What the endpoints this worker is sending to have room for. A claim asks
+   * for that and one endpoint's cap more (more claims follow while they come
+   * back full): sized by the global room instead, it read and ranked some 25
+   * due rows for each one it took, when every endpoint was near its cap.
+   */
+  function knownRoom(): number {
+    let room = 0;
+    for (const n of inFlightByEndpoint.values()) room += config.endpointConcurrency - n;
+    return room;
+  }
+
   async function pump(): Promise<void> {
     try {
       do {
         wakeAgain = false;
         for (;;) {
-          const room = Math.min(config.concurrency - inFlight, 500);
+          const room = Math.min(config.concurrency - inFlight, 500, knownRoom() + config.endpointConcurrency);
           if (!running || room <= 0) break;
           const got = await claimAndLaunch(room);
           if (got < room) break;
