@@ -12,7 +12,7 @@ import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/qu
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
 import { buildRequestHeaders } from './request-headers.ts';
-import { createAgent, sendAttempt } from './send.ts';
+import { Abort, createAgent, sendAttempt } from './send.ts';
 
 export { ATTEMPTS_KEPT };
 
@@ -80,7 +80,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   const inFlightByEndpoint = new Map<string, number>();
-  const aborts = new Set<AbortController>();
+  const aborts = new Set<Abort>();
   const tasks = new Set<Promise<void>>();
   let inFlight = 0;
   let running = false;
@@ -116,9 +116,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       body: claim.body,
       secret: secretOf(claim),
     });
-    const abort = new AbortController();
+    const abort = new Abort();
     aborts.add(abort);
-    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, controller: abort }).finally(() =>
+    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, abort }).finally(() =>
       aborts.delete(abort),
     );
     const outcome = classifyOutcome(sent.result);
