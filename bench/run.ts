@@ -296,13 +296,14 @@ async function benchEngine(engine: 'pglite' | 'postgres', ceiling: number): Prom
 }
 
 /** The ceiling: the receiver driven straight by undici, same concurrency, the same signed requests, no database. */
-async function measureCeiling(n: number): Promise<{ rate: number; cpu: number }> {
+async function measureCeiling(n: number): Promise<{ rate: number; cpu: number; receiverCpu: number }> {
   const receiver = await startReceiver();
   const agent = new Agent({ connections: ENDPOINT_CONCURRENCY, connect: { ca: readFileSync(CA) } });
   const gen = logisticsEvents();
   const eventId = crypto.randomUUID();
   const body = Buffer.from(JSON.stringify({ id: eventId, type: 'alarm.created', created_at: new Date().toISOString(), data: gen.next().value.data }));
   const cpu0 = cpuMs([process.pid, receiver.child.pid!]);
+  const receiverCpu0 = cpuMs([receiver.child.pid!]);
   const t0 = Date.now();
   let sent = 0;
   await Promise.all(
@@ -330,30 +331,42 @@ async function measureCeiling(n: number): Promise<{ rate: number; cpu: number }>
   );
   const rate = n / ((Date.now() - t0) / 1000);
   const cpu = ((cpuMs([process.pid, receiver.child.pid!]) - cpu0) * 1000) / n;
+  const receiverCpu = ((cpuMs([receiver.child.pid!]) - receiverCpu0) * 1000) / n;
   await agent.close();
   receiver.child.kill();
-  return { rate, cpu };
+  return { rate, cpu, receiverCpu };
 }
 
 const fmt = (x: number) => (Number.isFinite(x) ? Math.round(x).toLocaleString('en-US') : 'n/a');
-const measured = await measureCeiling(Math.min(EVENTS * ENDPOINTS, 50_000));
-const ceiling = measured.rate;
-console.log(
-  `ceiling: undici straight to the receiver, ${ENDPOINT_CONCURRENCY} connections: ${fmt(ceiling)} requests/s, ${fmt(measured.cpu)} CPU ms per 1,000 (client + receiver)`,
-);
+const ceilingRequests = Math.min(EVENTS * ENDPOINTS, 50_000);
+async function ceilingNow(when: string): Promise<number> {
+  const measured = await measureCeiling(ceilingRequests);
+  console.log(
+    `ceiling (${when}): undici straight to the receiver, ${ENDPOINT_CONCURRENCY} connections: ${fmt(measured.rate)} requests/s, ${fmt(measured.cpu)} CPU ms per 1,000 (client + receiver), ${(measured.cpu / measured.receiverCpu).toFixed(2)} receivers`,
+  );
+  return measured.rate;
+}
+// This machine's speed drifts by a quarter within minutes (a shared VM), so
+// each engine is compared with the mean of a ceiling measured just before it
+// and one just after, not with one measured minutes away.
 const results: Result[] = [];
+let ceilingBefore = await ceilingNow('before');
 for (const engine of opts.engines!.split(',') as Array<'pglite' | 'postgres'>) {
   console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${SECONDS} s …`);
-  results.push(await benchEngine(engine, ceiling));
+  const result = await benchEngine(engine, 0);
+  const ceilingAfter = await ceilingNow(`after ${engine}`);
+  result.ceiling = (ceilingBefore + ceilingAfter) / 2;
+  results.push(result);
+  ceilingBefore = ceilingAfter;
 }
 await api.close();
 console.log(
-  `\n| engine | ingest events/s | e2e deliveries/s | e2e / ceiling | steady rate (events/s) | p50 ingest→receipt | p99 ingest→receipt | peak RSS | CPU ms per 1,000 deliveries: Herald (api + worker) / PostgreSQL / receiver / generator / whole machine | machine CPU busy in the burst |`,
+  `\n| engine | ingest events/s | e2e deliveries/s | ceiling requests/s | e2e / ceiling | steady rate (events/s) | p50 ingest→receipt | p99 ingest→receipt | peak RSS | CPU ms per 1,000 deliveries: Herald (api + worker) / PostgreSQL / receiver / generator / whole machine | machine CPU per delivery, in receivers | machine CPU busy in the burst |`,
 );
-console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|`);
+console.log(`|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---:|---:|`);
 for (const r of results) {
   console.log(
-    `| ${r.engine}${r.processes > 2 ? ` (api + ${r.processes - 1} worker processes)` : r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB | ${r.cpu.herald.map(fmt).join(' + ')} / ${r.cpu.postgres === null ? 'in Herald' : fmt(r.cpu.postgres)} / ${fmt(r.cpu.receiver)} / ${fmt(r.cpu.generator)} / ${fmt(r.cpu.machine)} | ${(100 * r.machineBusy).toFixed(0)} % |`,
+    `| ${r.engine}${r.processes > 2 ? ` (api + ${r.processes - 1} worker processes)` : r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${fmt(r.ceiling)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB | ${r.cpu.herald.map(fmt).join(' + ')} / ${r.cpu.postgres === null ? 'in Herald' : fmt(r.cpu.postgres)} / ${fmt(r.cpu.receiver)} / ${fmt(r.cpu.generator)} / ${fmt(r.cpu.machine)} | ${(r.cpu.machine / r.cpu.receiver).toFixed(2)} | ${(100 * r.machineBusy).toFixed(0)} % |`,
   );
 }
-console.log(`\nceiling ${fmt(ceiling)} deliveries/s (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
+console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
