@@ -60,6 +60,30 @@ for (const engine of ENGINES) {
     });
   });
 
+  describe(`a fan-out wider than one claim [${engine}]`, () => {
+    test('every endpoint gets every event once, though each claim asks only for the room of the endpoints in flight plus one cap', async () => {
+      // Cap 2: the first claim asks for 2, the next for what 1 endpoint in flight has left plus 2, and so on.
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 2, concurrency: 64 } });
+      const receiver = await startReceiver();
+      try {
+        for (let i = 0; i < 12; i++) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/e${i}`, event_types: ['shipment.created'] });
+        await h.dispatcher.start();
+        const events = Array.from({ length: 6 }, (_, i) => ({ type: 'shipment.created', data: { id: `wide-${i}` } }));
+        assert.equal((await h.api('POST', '/v1/events/batch', { events })).status, 202);
+        await receiver.received(72);
+        const pairs = new Set(receiver.requests.map((r) => `${r.path} ${String(r.headers['x-service-event-id'])}`));
+        assert.equal(pairs.size, 72, 'each of the 12 endpoints got each of the 6 events');
+        await h.dispatcher.stop();
+        const { rows } = await h.db.query<{ state: string; n: number }>('SELECT state, count(*)::int AS n FROM deliveries GROUP BY state');
+        assert.deepEqual(rows, [{ state: 'succeeded', n: 72 }]);
+        assert.equal(receiver.requests.length, 72, 'and nothing twice');
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
+  });
+
   describe(`secret rotation [${engine}]`, () => {
     let h: TestHerald;
     let receiver: Receiver;
