@@ -201,14 +201,15 @@ for (const engine of ENGINES) {
         const batch = { attempts: [sent(a), sent(b)], updates: [update(a!, 'succeeded', null), update(b!, 'succeeded', null)], now: h.clock.now(), threshold: 20 };
         await recordResults(h.db, batch);
         await recordResults(h.db, batch);
-        const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer }>(
-          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[])',
+        const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer; request_headers: object }>(
+          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, request_headers FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[])',
           [id, [a!.id, b!.id]],
         );
         assert.equal(rows.length, 1);
         assert.deepEqual(
           { ...rows[0], response_excerpt: rows[0]!.response_excerpt.toString() },
-          { delivery_id: a!.id, account_id: h.accountId, endpoint_id: id, event_id: a!.event_id, response_excerpt: 'ok' },
+          // Headers other than the dispatcher's own set are stored as given.
+          { delivery_id: a!.id, account_id: h.accountId, endpoint_id: id, event_id: a!.event_id, response_excerpt: 'ok', request_headers: { 'x-service-signature': 'v1=00' } },
         );
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
