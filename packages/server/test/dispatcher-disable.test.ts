@@ -208,7 +208,6 @@ for (const engine of ENGINES) {
         assert.equal(rows.length, 1);
         assert.deepEqual(
           { ...rows[0], response_excerpt: rows[0]!.response_excerpt.toString() },
-          // Headers other than the dispatcher's own set are stored as given.
           { delivery_id: a!.id, account_id: h.accountId, endpoint_id: id, event_id: a!.event_id, response_excerpt: 'ok', request_headers: { 'x-service-signature': 'v1=00' } },
         );
         await h.api('DELETE', `/v1/endpoints/${id}`);

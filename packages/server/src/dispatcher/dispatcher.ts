@@ -80,6 +80,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   const inFlightByEndpoint = new Map<string, number>();
+  // The sum of inFlightByEndpoint's counts: requests not yet answered.
+  let awaitingAnswer = 0;
   const aborts = new Set<Abort>();
   const tasks = new Set<Promise<void>>();
   let inFlight = 0;
@@ -165,11 +167,13 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   function launch(claim: Claim, report?: TickReport): void {
     inFlight += 1;
     inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
+    awaitingAnswer += 1;
     // Two slots, released at different moments. The endpoint's slot limits
     // requests to one receiver, so it is free once the answer is in. The
     // global slot bounds the leases this worker holds (and so the duplicates
     // if it dies), so it is held until the result is written.
     const releaseEndpoint = () => {
+      awaitingAnswer -= 1;
       const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
       if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
       else inFlightByEndpoint.set(claim.endpoint_id, n);
@@ -216,9 +220,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
    * due rows for each one it took, when every endpoint was near its cap.
    */
   function knownRoom(): number {
-    let room = 0;
-    for (const n of inFlightByEndpoint.values()) room += config.endpointConcurrency - n;
-    return room;
+    return inFlightByEndpoint.size * config.endpointConcurrency - awaitingAnswer;
   }
 
   async function pump(): Promise<void> {
