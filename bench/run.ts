@@ -173,6 +173,8 @@ interface Result {
   rss: number;
   /** CPU ms per 1,000 deliveries in the burst phase, ingest included: Herald, PostgreSQL, receiver. */
   cpu: { herald: number[]; postgres: number | null; receiver: number; generator: number; machine: number };
+  /** CPU ms per 1,000 events in the steady phase (one delivery each), from the first publish to the last receipt. */
+  steadyCpu: { herald: number[]; postgres: number | null; receiver: number; generator: number; machine: number };
   /** Share of the machine's CPU time busy during the burst (all processes). */
   machineBusy: number;
 }
@@ -263,6 +265,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
 
     // Phase 2: a steady RATE events/s for SECONDS s, one POST each, to one endpoint.
     receiver.reset();
+    const steadyPgPids = engine === 'postgres' ? postgresPids() : [];
+    const s0 = { herald: heraldPids.map((pid) => cpuMs([pid])), postgres: cpuMs(steadyPgPids), receiver: cpuMs([receiver.child.pid!]), generator: cpuMs([process.pid]) };
+    const sm0 = machineTicks();
     const total = RATE * SECONDS;
     const start = Date.now();
     const inflight: Promise<unknown>[] = [];
@@ -276,6 +281,15 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     await Promise.all(inflight);
     const sentSeconds = (Date.now() - start) / 1000;
     const steady = await waitFor(receiver, total, 5 * 60_000);
+    const sm1 = machineTicks();
+    const perEvent = (ms: number) => (ms * 1000) / total;
+    const steadyCpu = {
+      herald: heraldPids.map((pid, i) => perEvent(cpuMs([pid]) - s0.herald[i]!)),
+      postgres: engine === 'postgres' ? perEvent(cpuMs([...new Set([...steadyPgPids, ...postgresPids()])]) - s0.postgres) : null,
+      receiver: perEvent(cpuMs([receiver.child.pid!]) - s0.receiver),
+      generator: perEvent(cpuMs([process.pid]) - s0.generator),
+      machine: perEvent(((sm1.busy - sm0.busy) * 1000) / CLK_TCK),
+    };
     const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
     return {
       engine,
@@ -287,6 +301,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       steadyRate: total / sentSeconds,
       rss,
       cpu,
+      steadyCpu,
       machineBusy,
     };
   } finally {
@@ -366,5 +381,10 @@ for (const r of results) {
   console.log(
     `| ${r.engine}${r.processes > 2 ? ` (api + ${r.processes - 1} worker processes)` : r.processes > 1 ? ` (api + worker processes)` : ''} | ${fmt(r.ingest)} | ${fmt(r.e2e)} | ${fmt(r.ceiling)} | ${((100 * r.e2e) / r.ceiling).toFixed(0)} % | ${fmt(r.steadyRate)} | ${r.p50} ms | ${r.p99} ms | ${r.rss.toFixed(0)} MiB | ${r.cpu.herald.map(fmt).join(' + ')} / ${r.cpu.postgres === null ? 'in Herald' : fmt(r.cpu.postgres)} / ${fmt(r.cpu.receiver)} / ${fmt(r.cpu.generator)} / ${fmt(r.cpu.machine)} | ${(r.cpu.machine / r.cpu.receiver).toFixed(2)} | ${(100 * r.machineBusy).toFixed(0)} % |`,
   );
+}
+console.log(`\nSteady phase, CPU ms per 1,000 events (one delivery each): Herald (api + worker) / PostgreSQL / receiver / generator / whole machine`);
+for (const r of results) {
+  const c = r.steadyCpu;
+  console.log(`- ${r.engine}: ${c.herald.map(fmt).join(' + ')} / ${c.postgres === null ? 'in Herald' : fmt(c.postgres)} / ${fmt(c.receiver)} / ${fmt(c.generator)} / ${fmt(c.machine)}`);
 }
 console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);

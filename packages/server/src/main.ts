@@ -11,7 +11,7 @@ import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
-import { startEmbeddedMaintenance } from './storage/maintenance.ts';
+import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
 import { openStorage, prepareDatabase } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
@@ -76,6 +76,11 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
       const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
       const stop = startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') });
+      closers.unshift(stop);
+    } else {
+      // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
+      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
+      const stop = startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') });
       closers.unshift(stop);
     }
     let closing: Promise<void> | undefined;
