@@ -1,4 +1,5 @@
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import assert from 'node:assert/strict';
 import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
@@ -104,6 +105,62 @@ for (const engine of ENGINES) {
       assert.equal(r.skipped, 1);
       const { rows } = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1', [id]);
       assert.deepEqual(rows.map((x) => x.state), ['skipped']);
+    });
+
+    test('one claim takes the room left per endpoint and the limit in all, fairly; it locks only what it takes and skips rows another worker holds', async () => {
+      await h.db.query(`UPDATE deliveries SET state = 'skipped' WHERE state = 'pending'`);
+      const a = await newEndpoint();
+      const b = await newEndpoint();
+      // Every event goes to both: 8 due deliveries each.
+      for (let i = 0; i < 8; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `claim-${i}` } });
+      // Another worker holds one of b's (PostgreSQL: the embedded engine has one connection).
+      const other = engine === 'postgres' ? new pg.Client({ connectionString: h.db.url }) : undefined;
+      await other?.connect();
+      try {
+        // b's oldest: due a second earlier than the rest, and locked by the other worker.
+        const held = other
+          ? (
+              await other.query<{ id: string }>(
+                `UPDATE deliveries SET next_attempt_at = next_attempt_at - interval '1 second'
+                  WHERE id = (SELECT id FROM deliveries WHERE endpoint_id = $1 AND state = 'pending' LIMIT 1) RETURNING id`,
+                [b],
+              )
+            ).rows[0]!.id
+          : undefined;
+        await other?.query('BEGIN');
+        await other?.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [held]);
+        const now = h.clock.now();
+        const { claims, lockable } = await h.db.transaction(async (tx) => {
+          const claims = await claimDeliveries(tx, {
+            now,
+            limit: 6,
+            scan: 24,
+            leaseUntil: new Date(now.getTime() + 60_000),
+            maxAttempts: 7,
+            endpointCap: 4,
+            inFlight: new Map([[a, 2]]),
+          });
+          // While the claim's transaction is open: every row it did not take can still be locked.
+          const lockable = other
+            ? (await other.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE state = 'pending' AND endpoint_id = ANY ($1::uuid[]) FOR UPDATE SKIP LOCKED) x`, [[a, b]])).rows[0]!.n
+            : undefined;
+          return { claims, lockable };
+        });
+        // a has room for 2 (cap 4, 2 in flight), b for 4; taken round-robin by rank, 6 in all. The
+        // row another worker holds keeps its rank (that worker is about to send it), so b gets 3 there.
+        const taken = { a: claims.filter((c) => c.endpoint_id === a).length, b: claims.filter((c) => c.endpoint_id === b).length };
+        assert.deepEqual(taken, { a: 2, b: other ? 3 : 4 });
+        assert.ok(claims.every((c) => c.attempts === 1 && c.attempts_before === 0));
+        if (other) {
+          assert.ok(!claims.some((c) => c.id === held), 'the row another worker holds is skipped');
+          assert.equal(lockable, 16 - 5, 'locked: the 5 taken; the held row is the other connection\'s own');
+        }
+      } finally {
+        await other?.query('ROLLBACK');
+        await other?.end();
+      }
+      await h.api('DELETE', `/v1/endpoints/${a}`);
+      await h.api('DELETE', `/v1/endpoints/${b}`);
     });
 
     describe('one recorded batch, in completion order', () => {

@@ -2,7 +2,9 @@ import { after, before, describe, mock, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
-import { startEmbeddedMaintenance, vacuumEmbedded } from '../src/storage/maintenance.ts';
+import pg from 'pg';
+import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
+import { analyzeStaleTables, startEmbeddedMaintenance, startStatisticsKeeper, STATISTICS_LOCK, vacuumEmbedded } from '../src/storage/maintenance.ts';
 
 // PGlite only: it runs PostgreSQL in single-user mode, where autovacuum never
 // runs. (On PostgreSQL, autovacuum does this work.)
@@ -47,6 +49,70 @@ describe('the embedded engine is vacuumed and analysed by Herald [pglite]', () =
       mock.timers.tick(1_000);
       await stop();
       assert.equal((await stats()).reltuples, 50);
+      assert.equal(errors, 0);
+    } finally {
+      mock.timers.reset();
+    }
+  });
+});
+
+// PostgreSQL only: autovacuum analyses at most once a minute, and every
+// connection keeps the generic plans it made from the statistics it found.
+describe('on PostgreSQL, a table that outgrew its statistics is analysed at once [postgres]', { skip: !ENGINES.includes('postgres') }, () => {
+  let db: TestDb;
+  let writer: pg.Client;
+
+  before(async () => {
+    db = await createTestDb('postgres');
+    writer = new pg.Client({ connectionString: db.url });
+    await writer.connect();
+  });
+  after(async () => {
+    await writer?.end();
+    await db?.close();
+  });
+
+  /** Adds n accounts from one connection and publishes its table counters at once (they are otherwise sent up to 10 s later). */
+  async function addAccounts(n: number) {
+    await writer.query(`INSERT INTO accounts (id, name) SELECT gen_random_uuid(), 'a' || g FROM generate_series(1, $1) g`, [n]);
+    await writer.query('SELECT pg_stat_force_next_flush()');
+  }
+  const reltuples = async () =>
+    (await db.query<{ n: number }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE relname = 'accounts'`)).rows[0]!.n;
+  const check = () => analyzeStaleTables(db, { tables: ['accounts', 'endpoints'], minChanges: 10 });
+
+  test('analysed at each doubling, not before; a table with no changes is left alone', async () => {
+    await addAccounts(30);
+    assert.deepEqual(await check(), ['accounts'], 'never analysed, 30 changes: behind');
+    assert.equal(await reltuples(), 30);
+    assert.deepEqual(await check(), [], 'just analysed');
+    await addAccounts(20);
+    assert.deepEqual(await check(), [], '20 changes on 30 rows: not behind by a factor of two');
+    await addAccounts(10);
+    assert.deepEqual(await check(), ['accounts'], '30 changes on 30 rows');
+    assert.equal(await reltuples(), 60);
+  });
+
+  test('one process at a time: while another holds the lock, a pass does nothing', async () => {
+    await addAccounts(60);
+    await writer.query('SELECT pg_advisory_lock($1)', [STATISTICS_LOCK]);
+    try {
+      assert.deepEqual(await check(), []);
+    } finally {
+      await writer.query('SELECT pg_advisory_unlock($1)', [STATISTICS_LOCK]);
+    }
+    assert.deepEqual(await check(), ['accounts']);
+  });
+
+  test('passes run on the interval, and stopping waits for one under way', async () => {
+    mock.timers.enable({ apis: ['setInterval'] });
+    try {
+      await addAccounts(1_000); // the default threshold: at least 1,000 changes
+      let errors = 0;
+      const stop = startStatisticsKeeper(db, { intervalMs: 1_000, tables: ['accounts'], onError: () => (errors += 1) });
+      mock.timers.tick(1_000);
+      await stop();
+      assert.equal(await reltuples(), 1_120);
       assert.equal(errors, 0);
     } finally {
       mock.timers.reset();

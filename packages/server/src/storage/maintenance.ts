@@ -26,7 +26,7 @@ export const STATISTICS_CHECK_MS = 5_000;
 export const STATISTICS_MIN_CHANGES = 1_000;
 
 /** Key of the transaction-level advisory lock that lets one Herald process at a time do it. */
-const STATISTICS_LOCK = 0x4845_5241; // "HERA"
+export const STATISTICS_LOCK = 0x4845_5241; // "HERA"
 
 /**
  * ANALYZE of each busy table whose statistics are behind by a factor of two
@@ -44,7 +44,10 @@ const STATISTICS_LOCK = 0x4845_5241; // "HERA"
  * old is never behind by a factor of two in steady use, so this then finds
  * nothing to do and autovacuum does the rest.
  */
-export async function analyzeStaleTables(db: Db): Promise<string[]> {
+export async function analyzeStaleTables(
+  db: Db,
+  options: { tables?: readonly string[]; minChanges?: number } = {},
+): Promise<string[]> {
   return db.transaction(async (tx) => {
     // One Herald process at a time; the others find the lock taken and skip the pass.
     const { rows: lock } = await tx.query<{ got: boolean }>(`SELECT pg_try_advisory_xact_lock($1) AS got`, [STATISTICS_LOCK]);
@@ -54,7 +57,7 @@ export async function analyzeStaleTables(db: Db): Promise<string[]> {
         WHERE s.schemaname = current_schema() AND s.relname = ANY ($1::text[])
           AND s.n_mod_since_analyze >= GREATEST($2::float8, c.reltuples::float8)
         ORDER BY s.relname`,
-      [BUSY_TABLES, STATISTICS_MIN_CHANGES],
+      [options.tables ?? BUSY_TABLES, options.minChanges ?? STATISTICS_MIN_CHANGES],
     );
     for (const { relname } of rows) await tx.query(`ANALYZE ${relname}`);
     return rows.map((r) => r.relname);
@@ -93,7 +96,7 @@ export function startEmbeddedMaintenance(
 /** Runs `analyzeStaleTables` every `intervalMs` on PostgreSQL. Returns a function that stops it and waits for a pass under way. */
 export function startStatisticsKeeper(
   db: Db,
-  options: { intervalMs?: number; onError?: (err: unknown) => void } = {},
+  options: { intervalMs?: number; tables?: readonly string[]; onError?: (err: unknown) => void } = {},
 ): () => Promise<void> {
-  return every(options.intervalMs ?? STATISTICS_CHECK_MS, () => analyzeStaleTables(db), options.onError);
+  return every(options.intervalMs ?? STATISTICS_CHECK_MS, () => analyzeStaleTables(db, { tables: options.tables }), options.onError);
 }
