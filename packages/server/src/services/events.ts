@@ -3,7 +3,8 @@ import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
 import { catalogTypes } from './catalog.ts';
 import { announceNewWork } from './new-work.ts';
-import { getEvents, insertEventsWithDeliveries, type EventRow } from '../storage/queries/events.ts';
+import { getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
+import { publishQueue } from './publish-queue.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { ServiceDeps } from './deps.ts';
 
@@ -69,8 +70,9 @@ function toPublished(row: EventRow, duplicate: boolean): PublishedEvent {
 }
 
 /**
- * Stores events and their deliveries in one transaction, then returns. The
- * envelope is serialised here, once. A producer-supplied id seen before
+ * Stores events and their deliveries, then returns. A single event shares a
+ * statement with other publishes under load (services/publish-queue.ts); a
+ * batch is one transaction of its own. The envelope is serialised here, once. A producer-supplied id seen before
  * returns the original event when the body is the same (nothing is created)
  * and a 409 when it differs. A batch is all or nothing.
  */
@@ -86,16 +88,16 @@ export async function publishEvents(
   // Rows are written in id order, whatever the order of the batch, so two
   // batches that share ids wait for each other instead of deadlocking (which
   // PostgreSQL would resolve by failing one of them). Results keep the input order.
-  const sorted = [...checked].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const rows = sorted.map((e) => ({
+  const toRow = (e: Checked): NewEvent => ({
+    accountId,
     id: e.id,
     type: e.type,
+    createdAt: now,
     body: serialiseEnvelope({ id: e.id, type: e.type, created_at: createdAt, data: e.data }),
     requestHash: e.hash,
-  }));
-  const store = async (db: Queryable): Promise<PublishedEvent[]> => {
-    const { inserted, pending } = await insertEventsWithDeliveries(db, { accountId, now, events: rows });
-    pendingCount = pending;
+  });
+  /** Each input's answer, given the ids this call inserted: new, a replay of an earlier publish, or a conflict. */
+  const answer = async (db: Queryable, inserted: ReadonlySet<string>): Promise<PublishedEvent[]> => {
     const others = checked.filter((e) => !inserted.has(e.id)).map((e) => e.id);
     const existing = new Map(others.length ? (await getEvents(db, accountId, others)).map((r) => [r.id, r]) : []);
     const firstIndexOf = new Map<string, number>();
@@ -113,11 +115,26 @@ export async function publishEvents(
       return toPublished(row, true);
     });
   };
-  let pendingCount = 0;
-  // A batch is all or nothing, so a conflict found after the insert must undo it.
-  const published = await (checked.length > 1 ? deps.db.transaction(store) : store(deps.db));
+  if (checked.length === 1) {
+    // One event: nothing to undo after the insert, so it can share a
+    // statement and a commit with other publishes (group commit).
+    const inserted = await publishQueue(deps.db).add(toRow(checked[0]!));
+    return answer(deps.db, new Set(inserted ? [checked[0]!.id] : []));
+  }
+  // A batch is all or nothing, so a conflict found after the insert must undo
+  // it: its own transaction. Rows are written in id order, whatever the order
+  // of the batch, so two batches that share ids wait for each other instead
+  // of deadlocking (which PostgreSQL would resolve by failing one of them).
+  // Results keep the input order.
+  const rows = [...checked].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(toRow);
+  let pending = 0;
+  const published = await deps.db.transaction(async (tx) => {
+    const result = await insertEventsWithDeliveries(tx, rows);
+    pending = result.pending;
+    return answer(tx, new Set([...result.inserted].map((key) => key.slice(accountId.length + 1))));
+  });
   // After commit, so a woken dispatcher finds the rows.
-  if (pendingCount > 0) announceNewWork(deps.db);
+  if (pending > 0) announceNewWork(deps.db);
   return published;
 }
 

@@ -16,50 +16,57 @@ export async function getEvent(db: Queryable, accountId: string, id: string): Pr
 }
 
 export interface NewEvent {
+  accountId: string;
   id: string;
   type: string;
+  /** When Herald accepted it: the envelope's created_at, and when its deliveries come due. */
+  createdAt: Date;
   body: Buffer;
   requestHash: Buffer;
 }
 
+/** The key `insertEventsWithDeliveries` reports an inserted event under (ids are unique per account). */
+export const eventKey = (accountId: string, id: string) => `${accountId}/${id}`;
+
 /**
  * Stores events and their deliveries in one statement: each new event gets
- * one delivery per endpoint of the account subscribed to its type (`pending`
- * when enabled, `skipped` when disabled). Ids already stored are left alone.
- * Returns the ids it inserted and how many deliveries are pending (the caller
- * then wakes the dispatchers, after commit: see services/new-work.ts). One round trip, atomic on its own; callers that must undo
- * it on a later check run it inside a transaction.
+ * one delivery per endpoint of its account subscribed to its type (`pending`
+ * when enabled, `skipped` when disabled). Events of several accounts may share
+ * the statement. Ids already stored are left alone. Returns the keys
+ * (`eventKey`) it inserted and how many deliveries are pending (the caller
+ * then wakes the dispatchers, after commit: see services/new-work.ts). One
+ * round trip, atomic on its own; callers that must undo it on a later check
+ * run it inside a transaction.
  */
-export async function insertEventsWithDeliveries(
-  db: Queryable,
-  p: { accountId: string; now: Date; events: readonly NewEvent[] },
-): Promise<{ inserted: Set<string>; pending: number }> {
-  const { rows } = await db.query<{ id: string; pending: number }>(
+export async function insertEventsWithDeliveries(db: Queryable, events: readonly NewEvent[]): Promise<{ inserted: Set<string>; pending: number }> {
+  const { rows } = await db.query<{ account_id: string; id: string; pending: number }>(
     `WITH ev AS (
        INSERT INTO events (account_id, id, type, created_at, body, request_hash)
-       SELECT $1, v.id, v.type, $2, decode(v.body, 'base64'), decode(v.hash, 'base64')
-         FROM unnest($3::uuid[], $4::text[], $5::text[], $6::text[]) WITH ORDINALITY AS v(id, type, body, hash, n)
+       SELECT v.account_id, v.id, v.type, v.created_at, decode(v.body, 'base64'), decode(v.hash, 'base64')
+         FROM unnest($1::uuid[], $2::uuid[], $3::text[], $4::timestamptz[], $5::text[], $6::text[]) WITH ORDINALITY
+              AS v(account_id, id, type, created_at, body, hash, n)
         ORDER BY v.n
        ON CONFLICT (account_id, id) DO NOTHING
-       RETURNING id, type
+       RETURNING account_id, id, type, created_at
      ), dl AS (
        INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END, $2, $2, $2
-         FROM ev JOIN endpoints ep ON ep.account_id = $1 AND ev.type = ANY (ep.event_types)
+       SELECT gen_random_uuid(), ev.account_id, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END,
+              ev.created_at, ev.created_at, ev.created_at
+         FROM ev JOIN endpoints ep ON ep.account_id = ev.account_id AND ev.type = ANY (ep.event_types)
        RETURNING state
      )
-     SELECT ev.id, (SELECT count(*) FROM dl WHERE state = 'pending')::int AS pending FROM ev`,
+     SELECT ev.account_id, ev.id, (SELECT count(*) FROM dl WHERE state = 'pending')::int AS pending FROM ev`,
     [
-      p.accountId,
-      p.now,
-      p.events.map((e) => e.id),
-      p.events.map((e) => e.type),
-      p.events.map((e) => e.body.toString('base64')),
-      p.events.map((e) => e.requestHash.toString('base64')),
+      events.map((e) => e.accountId),
+      events.map((e) => e.id),
+      events.map((e) => e.type),
+      events.map((e) => e.createdAt),
+      events.map((e) => e.body.toString('base64')),
+      events.map((e) => e.requestHash.toString('base64')),
     ],
-    { name: 'herald_publish' },
+    { name: 'herald_publish_v2' },
   );
-  return { inserted: new Set(rows.map((r) => r.id)), pending: rows[0]?.pending ?? 0 };
+  return { inserted: new Set(rows.map((r) => eventKey(r.account_id, r.id))), pending: rows[0]?.pending ?? 0 };
 }
 
 export async function getEvents(db: Queryable, accountId: string, ids: readonly string[]): Promise<EventRow[]> {

@@ -1,0 +1,98 @@
+import type { Db } from '../storage/db.ts';
+import { eventKey, insertEventsWithDeliveries, type NewEvent } from '../storage/queries/events.ts';
+import { announceNewWork } from './new-work.ts';
+
+/** Statements of single publishes in flight at once, per database handle. */
+export const PUBLISH_STATEMENTS_IN_FLIGHT = 2;
+/** Most events written by one statement (the batch API's own limit). */
+export const PUBLISH_ROWS_PER_STATEMENT = 500;
+
+interface Waiting {
+  event: NewEvent;
+  resolve(inserted: boolean): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Group commit for single-event publishes. Each one is written at once when
+ * a statement slot is free, so an idle Herald adds no wait; while the slots
+ * are busy, publishes queue, and the next free slot writes all of them (of
+ * any accounts) in one statement and one commit. Under load that divides the
+ * statements, commits and WAL flushes per event by the number waiting.
+ *
+ * Each caller still gets its answer only after its own row is committed. If
+ * a shared statement fails, every event in it is written again alone, so one
+ * event's error (an account deleted meanwhile, say) is reported to its own
+ * publisher and costs the others nothing.
+ */
+export class PublishQueue {
+  private readonly waiting: Waiting[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly db: Db,
+    private readonly options: { inFlight?: number; rowsPerStatement?: number; onError?: (err: unknown) => void } = {},
+  ) {}
+
+  /** Resolves once the event is stored: true when it was inserted, false when its id was stored before. */
+  add(event: NewEvent): Promise<boolean> {
+    return new Promise((resolve, reject) => {
+      this.waiting.push({ event, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < (this.options.inFlight ?? PUBLISH_STATEMENTS_IN_FLIGHT) && this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.options.rowsPerStatement ?? PUBLISH_ROWS_PER_STATEMENT);
+      this.inFlight += 1;
+      void this.write(batch).finally(() => {
+        this.inFlight -= 1;
+        this.pump();
+      });
+    }
+  }
+
+  private async write(batch: Waiting[]): Promise<void> {
+    // Rows in key order, whatever the arrival order, so two statements that
+    // share ids wait for each other instead of deadlocking.
+    const sorted = [...batch].sort((a, b) => compare(a.event, b.event));
+    let result: Awaited<ReturnType<typeof insertEventsWithDeliveries>>;
+    try {
+      result = await insertEventsWithDeliveries(
+        this.db,
+        sorted.map((w) => w.event),
+      );
+    } catch (err) {
+      if (batch.length === 1) return batch[0]!.reject(err);
+      // Each alone, so the error reaches only the publisher whose event caused it.
+      await Promise.all(batch.map((w) => this.write([w])));
+      return;
+    }
+    // After commit, so a woken dispatcher finds the rows.
+    if (result.pending > 0) announceNewWork(this.db, this.options.onError);
+    // The same id twice in one statement (two publishers racing): the first
+    // row is the one stored, the later ones are told it was there before, so
+    // their bodies are compared with it (a replay, or a 409), never dropped.
+    const seen = new Set<string>();
+    for (const w of sorted) {
+      const key = eventKey(w.event.accountId, w.event.id);
+      w.resolve(result.inserted.has(key) && !seen.has(key));
+      seen.add(key);
+    }
+  }
+}
+
+function compare(a: NewEvent, b: NewEvent): number {
+  if (a.accountId !== b.accountId) return a.accountId < b.accountId ? -1 : 1;
+  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
+}
+
+const queues = new WeakMap<Db, PublishQueue>();
+
+/** The one queue of a database handle. */
+export function publishQueue(db: Db): PublishQueue {
+  let q = queues.get(db);
+  if (!q) queues.set(db, (q = new PublishQueue(db)));
+  return q;
+}
