@@ -3,6 +3,7 @@ import assert from 'node:assert/strict';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import pg from 'pg';
+import { openPostgres } from '../src/storage/postgres.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
 import { analyzeStaleTables, startEmbeddedMaintenance, startStatisticsKeeper, STATISTICS_LOCK, vacuumEmbedded } from '../src/storage/maintenance.ts';
 
@@ -79,22 +80,41 @@ describe('on PostgreSQL, a table that outgrew its statistics is analysed at once
   }
   const reltuples = async () =>
     (await db.query<{ n: number }>(`SELECT reltuples::float8 AS n FROM pg_class WHERE relname = 'accounts'`)).rows[0]!.n;
-  const check = () => analyzeStaleTables(db, { tables: ['accounts', 'endpoints'], minChanges: 10 });
+  const check = () => analyzeStaleTables(db, { tables: ['accounts', 'endpoints'], minRows: 10 });
 
-  test('analysed at each doubling, not before; a table with no changes is left alone', async () => {
+  test('analysed at each doubling, not before; updates do not count; a table that did not grow is left alone', async () => {
     await addAccounts(30);
-    assert.deepEqual(await check(), ['accounts'], 'never analysed, 30 changes: behind');
+    assert.deepEqual(await check(), ['accounts'], 'never analysed, 30 rows: behind');
     assert.equal(await reltuples(), 30);
     assert.deepEqual(await check(), [], 'just analysed');
+    await writer.query(`UPDATE accounts SET name = name || '!'`);
     await addAccounts(20);
-    assert.deepEqual(await check(), [], '20 changes on 30 rows: not behind by a factor of two');
+    assert.deepEqual(await check(), [], '30 updates and 20 new rows on 30: not doubled');
     await addAccounts(10);
-    assert.deepEqual(await check(), ['accounts'], '30 changes on 30 rows');
+    assert.deepEqual(await check(), ['accounts'], '60 rows, twice the 30 counted');
     assert.equal(await reltuples(), 60);
   });
 
+  test('a role that does not own the tables analyses nothing (PostgreSQL would only warn), and no pass fails', async () => {
+    await addAccounts(240);
+    const role = `herald_stats_${process.pid}`;
+    await writer.query(`CREATE ROLE ${role} LOGIN`);
+    await writer.query(`GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA public TO ${role}`);
+    const url = new URL(db.url!);
+    url.username = role;
+    const asOther = await openPostgres({ connectionString: url.toString(), max: 1 });
+    try {
+      assert.deepEqual(await analyzeStaleTables(asOther, { tables: ['accounts'], minRows: 10 }), []);
+    } finally {
+      await asOther.close();
+      await writer.query(`DROP OWNED BY ${role}`);
+      await writer.query(`DROP ROLE ${role}`);
+    }
+    assert.deepEqual(await check(), ['accounts'], 'the owner does it');
+  });
+
   test('one process at a time: while another holds the lock, a pass does nothing', async () => {
-    await addAccounts(60);
+    await addAccounts(480);
     await writer.query('SELECT pg_advisory_lock($1)', [STATISTICS_LOCK]);
     try {
       assert.deepEqual(await check(), []);
@@ -107,12 +127,12 @@ describe('on PostgreSQL, a table that outgrew its statistics is analysed at once
   test('passes run on the interval, and stopping waits for one under way', async () => {
     mock.timers.enable({ apis: ['setInterval'] });
     try {
-      await addAccounts(1_000); // the default threshold: at least 1,000 changes
+      await addAccounts(1_000); // the default: at least 1,000 rows
       let errors = 0;
       const stop = startStatisticsKeeper(db, { intervalMs: 1_000, tables: ['accounts'], onError: () => (errors += 1) });
       mock.timers.tick(1_000);
       await stop();
-      assert.equal(await reltuples(), 1_120);
+      assert.equal(await reltuples(), 1_780);
       assert.equal(errors, 0);
     } finally {
       mock.timers.reset();

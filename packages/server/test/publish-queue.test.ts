@@ -86,6 +86,38 @@ for (const engine of ENGINES) {
       assert.equal((await deliveriesOf([orphan.id])).length, 0);
     });
 
+    test('an error of the connection or the server fails the whole statement at once, with no retries row by row', async () => {
+      let failing = true;
+      const sent: number[] = [];
+      const broken = Object.assign(Object.create(h.db) as Db, {
+        query: (text: string, params?: readonly unknown[], options?: { name?: string }) => {
+          if (text.includes('INSERT INTO events')) {
+            sent.push((params![1] as unknown[]).length);
+            if (failing && sent.length > 1) return Promise.reject(Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' }));
+          }
+          return h.db.query(text, params, options);
+        },
+      });
+      const queue = new PublishQueue(broken, { inFlight: 1 });
+      const settled = await Promise.allSettled(Array.from({ length: 4 }, (_, i) => queue.add(event(h.accountId, { id: `gc-down-${i}` }))));
+      assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'rejected', 'rejected', 'rejected']);
+      assert.deepEqual(sent, [1, 3]);
+      failing = false;
+    });
+
+    test('a statement takes events up to the byte budget (at least one, however large)', async () => {
+      statements = [];
+      const queue = new PublishQueue(counting, { inFlight: 1, bytesPerStatement: 1_000 });
+      const big = (i: number) => event(h.accountId, { id: `gc-big-${i}`, pad: 'x'.repeat(600) });
+      const small = (i: number) => event(h.accountId, { id: `gc-small-${i}` });
+      // Envelopes: big about 750 bytes, small about 150.
+      const events = [small(0), big(1), small(2), big(3), big(4), small(5), small(6)];
+      const results = await Promise.all(events.map((e) => queue.add(e)));
+      assert.deepEqual(results, Array(7).fill(true));
+      // The opener alone; then big 1 + small 2; big 3 alone (with big 4 it would pass 1,000); big 4 + small 5; small 6.
+      assert.deepEqual(statements, [1, 2, 1, 2, 1]);
+    });
+
     test('the same id twice in one statement: the first is stored, the second is told it was there before (never both "new")', async () => {
       statements = [];
       const queue = new PublishQueue(counting, { inFlight: 1 });

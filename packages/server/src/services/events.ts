@@ -3,7 +3,7 @@ import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
 import { catalogTypes } from './catalog.ts';
 import { announceNewWork } from './new-work.ts';
-import { getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
+import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
 import { publishQueue } from './publish-queue.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { ServiceDeps } from './deps.ts';
@@ -131,7 +131,7 @@ export async function publishEvents(
   const published = await deps.db.transaction(async (tx) => {
     const result = await insertEventsWithDeliveries(tx, rows);
     pending = result.pending;
-    return answer(tx, new Set([...result.inserted].map((key) => key.slice(accountId.length + 1))));
+    return answer(tx, new Set(checked.filter((e) => result.inserted.has(eventKey(accountId, e.id))).map((e) => e.id)));
   });
   // After commit, so a woken dispatcher finds the rows.
   if (pending > 0) announceNewWork(deps.db);

@@ -6,6 +6,8 @@ import { announceNewWork } from './new-work.ts';
 export const PUBLISH_STATEMENTS_IN_FLIGHT = 2;
 /** Most events written by one statement (the batch API's own limit). */
 export const PUBLISH_ROWS_PER_STATEMENT = 500;
+/** Most body bytes in one statement (a statement always takes at least one event, whatever its size). */
+export const PUBLISH_BYTES_PER_STATEMENT = 4 * 1024 * 1024;
 
 interface Waiting {
   event: NewEvent;
@@ -21,9 +23,11 @@ interface Waiting {
  * statements, commits and WAL flushes per event by the number waiting.
  *
  * Each caller still gets its answer only after its own row is committed. If
- * a shared statement fails, every event in it is written again alone, so one
- * event's error (an account deleted meanwhile, say) is reported to its own
- * publisher and costs the others nothing.
+ * a shared statement fails on its data, every event in it is written again
+ * alone, one after another, so one event's error (an account deleted
+ * meanwhile, say) is reported to its own publisher and costs the others
+ * nothing. An error of the connection or the server fails them all at once.
+ * A statement takes at most 500 events and 4 MiB of bodies.
  */
 export class PublishQueue {
   private readonly waiting: Waiting[] = [];
@@ -31,7 +35,7 @@ export class PublishQueue {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { inFlight?: number; rowsPerStatement?: number; onError?: (err: unknown) => void } = {},
+    private readonly options: { inFlight?: number; rowsPerStatement?: number; bytesPerStatement?: number; onError?: (err: unknown) => void } = {},
   ) {}
 
   /** Resolves once the event is stored: true when it was inserted, false when its id was stored before. */
@@ -44,13 +48,25 @@ export class PublishQueue {
 
   private pump(): void {
     while (this.inFlight < (this.options.inFlight ?? PUBLISH_STATEMENTS_IN_FLIGHT) && this.waiting.length > 0) {
-      const batch = this.waiting.splice(0, this.options.rowsPerStatement ?? PUBLISH_ROWS_PER_STATEMENT);
+      const batch = this.waiting.splice(0, this.takeable());
       this.inFlight += 1;
       void this.write(batch).finally(() => {
         this.inFlight -= 1;
         this.pump();
       });
     }
+  }
+
+  /** How many of the waiting events the next statement takes: within the row and byte limits, at least one. */
+  private takeable(): number {
+    const rows = Math.min(this.waiting.length, this.options.rowsPerStatement ?? PUBLISH_ROWS_PER_STATEMENT);
+    const budget = this.options.bytesPerStatement ?? PUBLISH_BYTES_PER_STATEMENT;
+    let bytes = 0;
+    for (let n = 0; n < rows; n++) {
+      bytes += this.waiting[n]!.event.body.length;
+      if (bytes > budget) return Math.max(1, n);
+    }
+    return rows;
   }
 
   private async write(batch: Waiting[]): Promise<void> {
@@ -64,9 +80,13 @@ export class PublishQueue {
         sorted.map((w) => w.event),
       );
     } catch (err) {
-      if (batch.length === 1) return batch[0]!.reject(err);
-      // Each alone, so the error reaches only the publisher whose event caused it.
-      await Promise.all(batch.map((w) => this.write([w])));
+      if (batch.length === 1 || !aboutRows(err)) {
+        for (const w of batch) w.reject(err);
+        return;
+      }
+      // Each alone, one after another (within this statement's slot), so the
+      // error reaches only the publisher whose event caused it.
+      for (const w of batch) await this.write([w]);
       return;
     }
     // After commit, so a woken dispatcher finds the rows.
@@ -81,6 +101,18 @@ export class PublishQueue {
       seen.add(key);
     }
   }
+}
+
+/**
+ * Whether an error may be about some rows only, so that writing them one by
+ * one can save the others. A lost connection, a server shutting down or out of
+ * resources fails every statement alike: retrying 500 of them would only
+ * flood the pool.
+ */
+function aboutRows(err: unknown): boolean {
+  const code = (err as { code?: unknown }).code;
+  if (typeof code !== 'string' || code.length !== 5) return false;
+  return !/^(08|53|57|58|XX)/.test(code);
 }
 
 function compare(a: NewEvent, b: NewEvent): number {
