@@ -138,6 +138,65 @@ function postgresPids(): number[] {
   }
   return pids;
 }
+/**
+ * CPU time of the whole PostgreSQL server so far, in ms: every live server
+ * process, plus what the postmaster has collected from backends that already
+ * exited (cutime and cstime). Counting the live ones alone lost the work of a
+ * backend the pool closed during a phase, and subtracted its earlier work.
+ */
+function postgresCpuMs(): number {
+  let ticks = 0;
+  for (const pid of postgresPids()) {
+    try {
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return (ticks * 1000) / CLK_TCK;
+}
+
+interface CpuSnapshot {
+  herald: number[];
+  postgres: number;
+  receiver: number;
+  generator: number;
+  machine: { busy: number; all: number };
+}
+interface CpuUse {
+  herald: number[];
+  postgres: number | null;
+  receiver: number;
+  generator: number;
+  machine: number;
+}
+function cpuSnapshot(heraldPids: number[], receiverPid: number, engine: string): CpuSnapshot {
+  return {
+    herald: heraldPids.map((pid) => cpuMs([pid])),
+    postgres: engine === 'postgres' ? postgresCpuMs() : 0,
+    receiver: cpuMs([receiverPid]),
+    generator: cpuMs([process.pid]),
+    machine: machineTicks(),
+  };
+}
+/** CPU ms used since `s0` per 1,000 of `units` (deliveries or events), and how busy the machine was. */
+function cpuSince(s0: CpuSnapshot, heraldPids: number[], receiverPid: number, engine: string, units: number): { use: CpuUse; busy: number } {
+  const s1 = cpuSnapshot(heraldPids, receiverPid, engine);
+  const per = (ms: number) => (ms * 1000) / units;
+  return {
+    use: {
+      herald: s1.herald.map((ms, i) => per(ms - s0.herald[i]!)),
+      postgres: engine === 'postgres' ? per(s1.postgres - s0.postgres) : null,
+      receiver: per(s1.receiver - s0.receiver),
+      generator: per(s1.generator - s0.generator),
+      // All CPUs' busy time, so it includes the kernel's work for loopback traffic.
+      machine: per(((s1.machine.busy - s0.machine.busy) * 1000) / CLK_TCK),
+    },
+    busy: (s1.machine.busy - s0.machine.busy) / (s1.machine.all - s0.machine.all),
+  };
+}
+
 /** The whole machine's CPU ticks: busy and all (first line of /proc/stat). */
 function machineTicks(): { busy: number; all: number } {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
@@ -172,9 +231,9 @@ interface Result {
   steadyRate: number;
   rss: number;
   /** CPU ms per 1,000 deliveries in the burst phase, ingest included: Herald, PostgreSQL, receiver. */
-  cpu: { herald: number[]; postgres: number | null; receiver: number; generator: number; machine: number };
+  cpu: CpuUse;
   /** CPU ms per 1,000 events in the steady phase (one delivery each), from the first publish to the last receipt. */
-  steadyCpu: { herald: number[]; postgres: number | null; receiver: number; generator: number; machine: number };
+  steadyCpu: CpuUse;
   /** Share of the machine's CPU time busy during the burst (all processes). */
   machineBusy: number;
 }
@@ -237,9 +296,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const gen = logisticsEvents();
     const batches = Array.from({ length: Math.ceil(EVENTS / 100) }, () => Array.from({ length: 100 }, () => gen.next().value));
     const heraldPids = processes.map((p) => p.pid!);
-    const pgPids = engine === 'postgres' ? postgresPids() : [];
-    const cpu0 = { herald: heraldPids.map((pid) => cpuMs([pid])), postgres: cpuMs(pgPids), receiver: cpuMs([receiver.child.pid!]), generator: cpuMs([process.pid]) };
-    const m0 = machineTicks();
+    const receiverPid = receiver.child.pid!;
+    const cpu0 = cpuSnapshot(heraldPids, receiverPid, engine);
     const t0 = Date.now();
     let next = 0;
     await Promise.all(
@@ -250,24 +308,11 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const ingestSeconds = (Date.now() - t0) / 1000;
     const burst = await waitFor(receiver, EVENTS * ENDPOINTS, 30 * 60_000);
     const e2eSeconds = (burst.last - t0) / 1000;
-    const m1 = machineTicks();
-    const machineBusy = (m1.busy - m0.busy) / (m1.all - m0.all);
-    const perThousand = (ms: number) => (ms * 1000) / (EVENTS * ENDPOINTS);
-    const cpu = {
-      herald: heraldPids.map((pid, i) => perThousand(cpuMs([pid]) - cpu0.herald[i]!)),
-      // Backends started during the burst count from zero (the pool opens them as needed).
-      postgres: engine === 'postgres' ? perThousand(cpuMs([...new Set([...pgPids, ...postgresPids()])]) - cpu0.postgres) : null,
-      receiver: perThousand(cpuMs([receiver.child.pid!]) - cpu0.receiver),
-      generator: perThousand(cpuMs([process.pid]) - cpu0.generator),
-      // All CPUs' busy time, so it includes the kernel's work for loopback traffic.
-      machine: perThousand(((m1.busy - m0.busy) * 1000) / CLK_TCK),
-    };
+    const { use: cpu, busy: machineBusy } = cpuSince(cpu0, heraldPids, receiverPid, engine, EVENTS * ENDPOINTS);
 
     // Phase 2: a steady RATE events/s for SECONDS s, one POST each, to one endpoint.
     receiver.reset();
-    const steadyPgPids = engine === 'postgres' ? postgresPids() : [];
-    const s0 = { herald: heraldPids.map((pid) => cpuMs([pid])), postgres: cpuMs(steadyPgPids), receiver: cpuMs([receiver.child.pid!]), generator: cpuMs([process.pid]) };
-    const sm0 = machineTicks();
+    const steady0 = cpuSnapshot(heraldPids, receiverPid, engine);
     const total = RATE * SECONDS;
     const start = Date.now();
     const inflight: Promise<unknown>[] = [];
@@ -281,15 +326,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     await Promise.all(inflight);
     const sentSeconds = (Date.now() - start) / 1000;
     const steady = await waitFor(receiver, total, 5 * 60_000);
-    const sm1 = machineTicks();
-    const perEvent = (ms: number) => (ms * 1000) / total;
-    const steadyCpu = {
-      herald: heraldPids.map((pid, i) => perEvent(cpuMs([pid]) - s0.herald[i]!)),
-      postgres: engine === 'postgres' ? perEvent(cpuMs([...new Set([...steadyPgPids, ...postgresPids()])]) - s0.postgres) : null,
-      receiver: perEvent(cpuMs([receiver.child.pid!]) - s0.receiver),
-      generator: perEvent(cpuMs([process.pid]) - s0.generator),
-      machine: perEvent(((sm1.busy - sm0.busy) * 1000) / CLK_TCK),
-    };
+    const steadyCpu = cpuSince(steady0, heraldPids, receiverPid, engine, total).use;
     const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
     return {
       engine,
