@@ -63,26 +63,22 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       const admin = await listenAdminSocket(deps, config.dataDir);
       closers.push(() => admin.close());
     }
+    // A worker-only process has no API logger; it gets one of its own, same format.
+    const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
-      // A worker-only process has no API logger; it gets one of its own, same format.
-      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
       dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());
     }
-    if (storage.db.engine === 'pglite') {
-      // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
-      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
-      const stop = startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') });
-      closers.unshift(stop);
-    } else {
-      // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
-      const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
-      const stop = startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') });
-      closers.unshift(stop);
-    }
+    closers.unshift(
+      storage.db.engine === 'pglite'
+        ? // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
+          startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') })
+        : // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
+          startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') }),
+    );
     let closing: Promise<void> | undefined;
     return {
       url,

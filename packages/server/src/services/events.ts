@@ -72,9 +72,10 @@ function toPublished(row: EventRow, duplicate: boolean): PublishedEvent {
 /**
  * Stores events and their deliveries, then returns. A single event shares a
  * statement with other publishes under load (services/publish-queue.ts); a
- * batch is one transaction of its own. The envelope is serialised here, once. A producer-supplied id seen before
- * returns the original event when the body is the same (nothing is created)
- * and a 409 when it differs. A batch is all or nothing.
+ * batch is one transaction of its own. The envelope is serialised here, once.
+ * A producer-supplied id seen before returns the original event when the body
+ * is the same (nothing is created) and a 409 when it differs. A batch is all
+ * or nothing.
  */
 export async function publishEvents(
   deps: ServiceDeps,
@@ -85,9 +86,6 @@ export async function publishEvents(
   const checked = await check(deps, inputs, (i) => (options.batch ? `events[${i}].` : ''));
   const now = deps.clock();
   const createdAt = now.toISOString();
-  // Rows are written in id order, whatever the order of the batch, so two
-  // batches that share ids wait for each other instead of deadlocking (which
-  // PostgreSQL would resolve by failing one of them). Results keep the input order.
   const toRow = (e: Checked): NewEvent => ({
     accountId,
     id: e.id,
@@ -122,14 +120,10 @@ export async function publishEvents(
     return answer(deps.db, new Set(inserted ? [checked[0]!.id] : []));
   }
   // A batch is all or nothing, so a conflict found after the insert must undo
-  // it: its own transaction. Rows are written in id order, whatever the order
-  // of the batch, so two batches that share ids wait for each other instead
-  // of deadlocking (which PostgreSQL would resolve by failing one of them).
-  // Results keep the input order.
-  const rows = [...checked].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0)).map(toRow);
+  // it: its own transaction. Results keep the input order.
   let pending = 0;
   const published = await deps.db.transaction(async (tx) => {
-    const result = await insertEventsWithDeliveries(tx, rows);
+    const result = await insertEventsWithDeliveries(tx, checked.map(toRow));
     pending = result.pending;
     return answer(tx, new Set(checked.filter((e) => result.inserted.has(eventKey(accountId, e.id))).map((e) => e.id)));
   });

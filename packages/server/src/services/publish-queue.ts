@@ -35,7 +35,7 @@ export class PublishQueue {
 
   constructor(
     private readonly db: Db,
-    private readonly options: { inFlight?: number; rowsPerStatement?: number; bytesPerStatement?: number; onError?: (err: unknown) => void } = {},
+    private readonly options: { inFlight?: number; rowsPerStatement?: number; bytesPerStatement?: number } = {},
   ) {}
 
   /** Resolves once the event is stored: true when it was inserted, false when its id was stored before. */
@@ -70,14 +70,11 @@ export class PublishQueue {
   }
 
   private async write(batch: Waiting[]): Promise<void> {
-    // Rows in key order, whatever the arrival order, so two statements that
-    // share ids wait for each other instead of deadlocking.
-    const sorted = [...batch].sort((a, b) => compare(a.event, b.event));
     let result: Awaited<ReturnType<typeof insertEventsWithDeliveries>>;
     try {
       result = await insertEventsWithDeliveries(
         this.db,
-        sorted.map((w) => w.event),
+        batch.map((w) => w.event),
       );
     } catch (err) {
       if (batch.length === 1 || !aboutRows(err)) {
@@ -90,12 +87,13 @@ export class PublishQueue {
       return;
     }
     // After commit, so a woken dispatcher finds the rows.
-    if (result.pending > 0) announceNewWork(this.db, this.options.onError);
+    if (result.pending > 0) announceNewWork(this.db);
     // The same id twice in one statement (two publishers racing): the first
-    // row is the one stored, the later ones are told it was there before, so
-    // their bodies are compared with it (a replay, or a 409), never dropped.
+    // to arrive is the one stored (the statement's sort is stable), the later
+    // ones are told it was there before, so their bodies are compared with it
+    // (a replay, or a 409), never dropped.
     const seen = new Set<string>();
-    for (const w of sorted) {
+    for (const w of batch) {
       const key = eventKey(w.event.accountId, w.event.id);
       w.resolve(result.inserted.has(key) && !seen.has(key));
       seen.add(key);
@@ -113,11 +111,6 @@ function aboutRows(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'string' || code.length !== 5) return false;
   return !/^(08|53|57|58|XX)/.test(code);
-}
-
-function compare(a: NewEvent, b: NewEvent): number {
-  if (a.accountId !== b.accountId) return a.accountId < b.accountId ? -1 : 1;
-  return a.id < b.id ? -1 : a.id > b.id ? 1 : 0;
 }
 
 const queues = new WeakMap<Db, PublishQueue>();

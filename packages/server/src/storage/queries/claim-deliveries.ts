@@ -60,10 +60,11 @@ export async function claimDeliveries(
        -- (skipping rows another worker holds); the walk stops at the limit,
        -- so it locks the rows taken, plus any it finds claimed meanwhile (held
        -- until the statement ends), and the scan above locks nothing. The
-       -- conditions are checked on the version locked, which is the newest. Written as a lateral key lookup, not a join: the generic
-       -- plan, costed on a table that was small when it was made, joined the
-       -- candidates to an index scan of every due row, in a nested loop that
-       -- grew with the square of the backlog (88 ms per claim at 620 due).
+       -- conditions are checked on the version locked, which is the newest.
+       -- Written as a lateral key lookup, not a join: the generic plan, costed
+       -- on a table that was small when it was made, joined the candidates to
+       -- an index scan of every due row, in a nested loop that grew with the
+       -- square of the backlog (88 ms per claim at 620 due).
        SELECT l.id, l.attempts AS attempts_before
          FROM (SELECT id, rn, next_attempt_at FROM ranked WHERE rn <= room ORDER BY rn, next_attempt_at) r
         CROSS JOIN LATERAL (

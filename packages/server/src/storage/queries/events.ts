@@ -37,8 +37,14 @@ export const eventKey = (accountId: string, id: string) => `${accountId}/${id}`;
  * then wakes the dispatchers, after commit: see services/new-work.ts). One
  * round trip, atomic on its own; callers that must undo it on a later check
  * run it inside a transaction.
+ *
+ * Rows are written in key order (account, id), whatever the order given, so
+ * two statements that share ids wait for each other instead of deadlocking
+ * (which PostgreSQL would resolve by failing one of them). The sort is
+ * stable: of one id given twice, the first given is the one stored.
  */
-export async function insertEventsWithDeliveries(db: Queryable, events: readonly NewEvent[]): Promise<{ inserted: Set<string>; pending: number }> {
+export async function insertEventsWithDeliveries(db: Queryable, given: readonly NewEvent[]): Promise<{ inserted: Set<string>; pending: number }> {
+  const events = [...given].sort((a, b) => compareKeys(a.accountId, a.id, b.accountId, b.id));
   const { rows } = await db.query<{ account_id: string; id: string; pending: number }>(
     `WITH ev AS (
        INSERT INTO events (account_id, id, type, created_at, body, request_hash)
@@ -67,6 +73,11 @@ export async function insertEventsWithDeliveries(db: Queryable, events: readonly
     { name: 'herald_publish_v2' },
   );
   return { inserted: new Set(rows.map((r) => eventKey(r.account_id, r.id))), pending: rows[0]?.pending ?? 0 };
+}
+
+function compareKeys(accountA: string, idA: string, accountB: string, idB: string): number {
+  if (accountA !== accountB) return accountA < accountB ? -1 : 1;
+  return idA < idB ? -1 : idA > idB ? 1 : 0;
 }
 
 export async function getEvents(db: Queryable, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
