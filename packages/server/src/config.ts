@@ -32,6 +32,8 @@ export interface DispatcherConfig {
   leaseMs: number;
   /** Fallback poll interval when no notification arrives. */
   pollMs: number;
+  /** How long the recorder waits for more results before writing a small batch (0: the next turn of the event loop). */
+  recordLingerMs: number;
   /** Receiver deadline (SPEC.md: 10 s). */
   requestTimeoutMs: number;
   /** Consecutive failed deliveries before an endpoint is disabled (SPEC.md: 20). */
@@ -197,6 +199,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 16, 1, 1_000),
       leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
       pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
+      recordLingerMs: integer('HERALD_RECORD_LINGER_MS', env.HERALD_RECORD_LINGER_MS, 20, 0, 1_000),
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
       disableAfter: 20,
       retry: {

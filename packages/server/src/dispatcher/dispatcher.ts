@@ -64,6 +64,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     now: clock,
     onDisabled: (ids) => deps.log?.warn({ endpoints: ids }, `endpoint disabled after ${config.disableAfter} consecutive failed deliveries`),
     onError: (err) => deps.log?.error({ err }, 'recording attempt results failed; retrying'),
+    lingerMs: config.recordLingerMs,
   });
 
   // Decrypted signing secrets by endpoint, with the ciphertext they came
@@ -277,6 +278,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function shutdown(graceMs: number): Promise<void> {
     running = false;
+    // Results from here on are written at once: nothing is gained by waiting for company.
+    recorder.eager();
     clearTimeout(timer);
     clearInterval(pruneTimer);
     await unlisten?.();
@@ -316,9 +319,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     },
     async tick() {
       const report: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };
-      report.claimed = await claimAndLaunch(Math.max(0, config.concurrency - inFlight), report);
-      await Promise.allSettled([...tasks]);
-      await recorder.idle();
+      const release = recorder.eager();
+      try {
+        report.claimed = await claimAndLaunch(Math.max(0, config.concurrency - inFlight), report);
+        await Promise.allSettled([...tasks]);
+        await recorder.idle();
+      } finally {
+        release();
+      }
       return report;
     },
     pruneAttempts: prune,
