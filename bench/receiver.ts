@@ -11,6 +11,8 @@ let count = 0;
 let first = 0;
 let last = 0;
 let latencies: number[] = [];
+/** created_at of each event, in ms (the bench splits warm-up from measurement by it). */
+let created: number[] = [];
 
 const server = createServer(
   { key: readFileSync(new URL('localhost-key.pem', tls)), cert: readFileSync(new URL('localhost.pem', tls)) },
@@ -23,8 +25,9 @@ const server = createServer(
       if (count === 1) first = now;
       last = now;
       if (req.headers['x-service-event']) {
-        const created = Date.parse(JSON.parse(Buffer.concat(chunks).toString()).created_at);
-        latencies.push(now - created);
+        const at = Date.parse(JSON.parse(Buffer.concat(chunks).toString()).created_at);
+        latencies.push(now - at);
+        created.push(at);
       }
       res.writeHead(204);
       res.end();
@@ -36,10 +39,12 @@ server.listen(0, '127.0.0.1', () => {
   process.send!({ port: (server.address() as { port: number }).port });
 });
 process.on('message', (msg: { cmd: string }) => {
-  if (msg.cmd === 'stats') process.send!({ count, first, last, latencies });
+  if (msg.cmd === 'count') process.send!({ count, first, last, latencies: [], created: [] });
+  if (msg.cmd === 'stats') process.send!({ count, first, last, latencies, created });
   if (msg.cmd === 'reset') {
     count = 0;
     latencies = [];
+    created = [];
   }
   if (msg.cmd === 'exit') server.close(() => process.exit(0));
 });

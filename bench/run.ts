@@ -5,7 +5,7 @@
  * RSS, and the ceiling: the same receiver driven directly by undici at the
  * same concurrency, with no database.
  *
- *   npm run bench -- --events 20000 --endpoints 10 --rate 1000 --seconds 10 --engines pglite,postgres
+ *   npm run bench -- --events 20000 --endpoints 10 --rate 1000 --warmup 5 --seconds 10 --engines pglite,postgres
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -25,6 +25,8 @@ const { values: opts } = parseArgs({
     endpoints: { type: 'string', default: '10' },
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '10' },
+    /** Seconds at the steady rate before the measured SECONDS, left out of the figures (reported apart). */
+    warmup: { type: 'string', default: '5' },
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
     split: { type: 'boolean', default: false },
     /** With --split: this many worker processes, sharing the 16 connections per origin between them. */
@@ -38,6 +40,7 @@ const EVENTS = Number(opts.events);
 const ENDPOINTS = Number(opts.endpoints);
 const RATE = Number(opts.rate);
 const SECONDS = Number(opts.seconds);
+const WARMUP = Number(opts.warmup);
 const ENDPOINT_CONCURRENCY = 16;
 
 const root = new URL('..', import.meta.url);
@@ -50,19 +53,22 @@ interface ReceiverStats {
   first: number;
   last: number;
   latencies: number[];
+  /** Each latency's event's created_at (ms). */
+  created: number[];
 }
 
-function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(): Promise<ReceiverStats>; reset(): void }> {
+function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(full?: boolean): Promise<ReceiverStats>; reset(): void }> {
   const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs });
   return new Promise((resolve) => {
     child.once('message', (m: { port: number }) =>
       resolve({
         child,
         port: m.port,
-        stats: () =>
+        // Polls ask for the count alone: the latencies are sent once, at the end.
+        stats: (full = false) =>
           new Promise((r) => {
             child.once('message', (s) => r(s as ReceiverStats));
-            child.send({ cmd: 'stats' });
+            child.send({ cmd: full ? 'stats' : 'count' });
           }),
         reset: () => child.send({ cmd: 'reset' }),
       }),
@@ -209,7 +215,7 @@ async function waitFor(receiver: Awaited<ReturnType<typeof startReceiver>>, n: n
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await receiver.stats();
-    if (s.count >= n) return s;
+    if (s.count >= n) return receiver.stats(true);
     if (Date.now() > deadline) throw new Error(`only ${s.count} of ${n} deliveries arrived in ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
@@ -229,6 +235,8 @@ interface Result {
   p50: number;
   p99: number;
   steadyRate: number;
+  /** p99 of the warm-up's events (NaN without a warm-up). */
+  warmupP99: number;
   rss: number;
   /** CPU ms per 1,000 deliveries in the burst phase, ingest included: Herald, PostgreSQL, receiver. */
   cpu: CpuUse;
@@ -310,31 +318,42 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const e2eSeconds = (burst.last - t0) / 1000;
     const { use: cpu, busy: machineBusy } = cpuSince(cpu0, heraldPids, receiverPid, engine, EVENTS * ENDPOINTS);
 
-    // Phase 2: a steady RATE events/s for SECONDS s, one POST each, to one endpoint.
+    // Phase 2: a steady RATE events/s, one POST each, to one endpoint: WARMUP s
+    // to warm up (the single-event path is new to the API's JIT, the tables'
+    // statistics are young), then SECONDS s measured, without a pause between.
     receiver.reset();
-    const steady0 = cpuSnapshot(heraldPids, receiverPid, engine);
+    const warmupEvents = RATE * WARMUP;
     const total = RATE * SECONDS;
     const start = Date.now();
+    const measureFrom = start + WARMUP * 1000;
+    let steady0: CpuSnapshot | undefined = WARMUP > 0 ? undefined : cpuSnapshot(heraldPids, receiverPid, engine);
     const inflight: Promise<unknown>[] = [];
     // Send whatever is due, then yield for 2 ms: setTimeout cannot wait 1 ms
     // a thousand times a second, so pacing per event would cap the rate.
-    for (let sent = 0; sent < total; ) {
-      const due = Math.min(total, Math.floor(((Date.now() - start) * RATE) / 1000) + 1);
+    for (let sent = 0; sent < warmupEvents + total; ) {
+      const due = Math.min(warmupEvents + total, Math.floor(((Date.now() - start) * RATE) / 1000) + 1);
+      if (!steady0 && sent >= warmupEvents) steady0 = cpuSnapshot(heraldPids, receiverPid, engine);
       for (; sent < due; sent++) inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
       await new Promise((r) => setTimeout(r, 2));
     }
     await Promise.all(inflight);
-    const sentSeconds = (Date.now() - start) / 1000;
-    const steady = await waitFor(receiver, total, 5 * 60_000);
-    const steadyCpu = cpuSince(steady0, heraldPids, receiverPid, engine, total).use;
+    const sentSeconds = (Date.now() - measureFrom) / 1000;
+    const got = await waitFor(receiver, warmupEvents + total, 5 * 60_000);
+    // CPU from the first measured publish to the last receipt, per measured event.
+    const steadyCpu = cpuSince(steady0!, heraldPids, receiverPid, engine, total).use;
+    // An event belongs to the window Herald accepted it in (created_at): the
+    // few warm-up events still in the API when the window opened count as measured.
+    const measured = got.latencies.filter((_, i) => got.created[i]! >= measureFrom);
+    const warm = got.latencies.filter((_, i) => got.created[i]! < measureFrom);
     const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
     return {
       engine,
       processes: processes.length,
       ingest: EVENTS / ingestSeconds,
       e2e: (EVENTS * ENDPOINTS) / e2eSeconds,
-      p50: percentile(steady.latencies, 50),
-      p99: percentile(steady.latencies, 99),
+      p50: percentile(measured, 50),
+      p99: percentile(measured, 99),
+      warmupP99: percentile(warm, 99),
       steadyRate: total / sentSeconds,
       rss,
       cpu,
@@ -403,7 +422,7 @@ async function ceilingNow(when: string): Promise<number> {
 const results: Result[] = [];
 let ceilingBefore = await ceilingNow('before');
 for (const engine of opts.engines!.split(',') as Array<'pglite' | 'postgres'>) {
-  console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${SECONDS} s …`);
+  console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${WARMUP} s of warm-up and ${SECONDS} s measured …`);
   const result = await benchEngine(engine);
   const ceilingAfter = await ceilingNow(`after ${engine}`);
   results.push({ ...result, ceiling: (ceilingBefore + ceilingAfter) / 2 });
@@ -424,4 +443,8 @@ for (const r of results) {
   const c = r.steadyCpu;
   console.log(`- ${r.engine}: ${c.herald.map(fmt).join(' + ')} / ${c.postgres === null ? 'in Herald' : fmt(c.postgres)} / ${fmt(c.receiver)} / ${fmt(c.generator)} / ${fmt(c.machine)}`);
 }
-console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint`);
+if (WARMUP > 0) {
+  console.log(`\nSteady phase's warm-up (${WARMUP} s at the same rate, left out of p50 / p99 above): p99 ingest→receipt`);
+  for (const r of results) console.log(`- ${r.engine}: ${r.warmupP99} ms`);
+}
+console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint, after ${WARMUP} s of warm-up at that rate`);
