@@ -41,7 +41,8 @@ const ENDPOINTS = Number(opts.endpoints);
 const RATE = Number(opts.rate);
 const SECONDS = Number(opts.seconds);
 const WARMUP = Number(opts.warmup);
-const ENDPOINT_CONCURRENCY = 16;
+// Herald's default HERALD_ENDPOINT_CONCURRENCY; the ceiling uses as many connections.
+const ENDPOINT_CONCURRENCY = 64;
 
 const root = new URL('..', import.meta.url);
 const CLI = fileURLToPath(new URL('packages/server/src/cli/index.ts', root));
