@@ -171,6 +171,7 @@ function networks(setting: string, raw: string | undefined): string[] {
 
 export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
   const defaults = DEFAULT_RETRY;
+  const concurrency = integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 1024, 1, 10_000);
   const config: Config = {
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
     host: flags.host ?? env.HERALD_HOST ?? DEFAULT_HOST,
@@ -195,8 +196,9 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       sessionMaxMs: integer('HERALD_SESSION_MAX_MS', env.HERALD_SESSION_MAX_MS, DEFAULT_PANEL_AUTH.sessionMaxMs, 60_000, 365 * 86_400_000),
     },
     dispatcher: {
-      concurrency: integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 1024, 1, 10_000),
-      endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 64, 1, 1_000),
+      concurrency,
+      // Unset, it follows a lowered HERALD_CONCURRENCY down instead of exceeding it.
+      endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, Math.min(64, concurrency), 1, 1_000),
       leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
       pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
       recordLingerMs: integer('HERALD_RECORD_LINGER_MS', env.HERALD_RECORD_LINGER_MS, 20, 0, 1_000),

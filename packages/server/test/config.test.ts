@@ -75,6 +75,12 @@ describe('config', () => {
     assert.deepEqual({ ...c.dispatcher.retry }, { baseMs: 10, factor: 2.5, capMs: 1000, jitter: 0, maxRetries: 6 });
   });
 
+  test('a lowered HERALD_CONCURRENCY takes the per-endpoint default down with it', () => {
+    assert.deepEqual([loadConfig({ env: { HERALD_CONCURRENCY: '32' } }).dispatcher.endpointConcurrency], [32]);
+    assert.deepEqual([loadConfig({ env: { HERALD_CONCURRENCY: '100' } }).dispatcher.endpointConcurrency], [64]);
+    refused({ HERALD_CONCURRENCY: '32', HERALD_ENDPOINT_CONCURRENCY: '33' }, 'HERALD_ENDPOINT_CONCURRENCY');
+  });
+
   test('a relative data directory is taken from where npm was started (INIT_CWD), else the working directory', () => {
     assert.equal(loadConfig({ env: { INIT_CWD: '/home/ops/herald' } }).dataDir, '/home/ops/herald/data');
     assert.equal(loadConfig({ env: { INIT_CWD: '/home/ops/herald', HERALD_DATA_DIR: 'store' } }).dataDir, '/home/ops/herald/store');
