@@ -5,6 +5,28 @@ import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { createRecorder, type Finished } from '../src/dispatcher/record.ts';
 import { claimDeliveries, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
+import type { Db } from '../src/storage/db.ts';
+
+/** The same database, counting the statements sent through it (sent, not finished: no race with the round trip). */
+function counting(db: Db): { db: Db; sent: () => number } {
+  let n = 0;
+  const wrapped = new Proxy(db, {
+    get(target, key) {
+      if (key === 'query') {
+        return (...args: Parameters<Db['query']>) => {
+          n += 1;
+          return target.query(...args);
+        };
+      }
+      const value = Reflect.get(target, key, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
+  });
+  return { db: wrapped, sent: () => n };
+}
+const turns = async (n: number) => {
+  for (let i = 0; i < n; i++) await new Promise((r) => setImmediate(r));
+};
 
 // A linger of a minute: any test below that waited for it would hit its own timeout instead.
 const MINUTE = 60_000;
@@ -40,24 +62,31 @@ for (const engine of ENGINES) {
     }
 
     test('a small batch waits for company; idle() writes it at once', { timeout: 20_000 }, async () => {
-      const recorder = createRecorder({ db: h.db, disableAfter: 20, now: h.clock.now, lingerMs: MINUTE });
+      const counted = counting(h.db);
+      const recorder = createRecorder({ db: counted.db, disableAfter: 20, now: h.clock.now, lingerMs: MINUTE });
       const claims = await claim(3);
       assert.equal(claims.length, 3);
       const written = claims.map((c) => recorder.push(succeeded(c)));
-      // Several turns of the event loop later the batch is still lingering.
-      for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
-      assert.deepEqual(await states(claims.map((c) => c.id)), ['pending']);
+      // Without the linger the write would be sent on the next turn of the event loop.
+      await turns(5);
+      assert.equal(counted.sent(), 0, 'nothing sent while the batch lingers');
       await recorder.idle();
       await Promise.all(written);
+      assert.equal(counted.sent(), 1, 'one statement for the batch');
       assert.deepEqual(await states(claims.map((c) => c.id)), ['succeeded']);
     });
 
-    test('64 results are written without lingering', { timeout: 20_000 }, async () => {
-      const recorder = createRecorder({ db: h.db, disableAfter: 20, now: h.clock.now, lingerMs: MINUTE });
+    test('63 results wait; the 64th has the batch written at once', { timeout: 20_000 }, async () => {
+      const counted = counting(h.db);
+      const recorder = createRecorder({ db: counted.db, disableAfter: 20, now: h.clock.now, lingerMs: MINUTE });
       const claims = await claim(64);
       assert.equal(claims.length, 64);
-      const written = claims.map((c) => recorder.push(succeeded(c)));
+      const written = claims.slice(0, 63).map((c) => recorder.push(succeeded(c)));
+      await turns(5);
+      assert.equal(counted.sent(), 0, '63 results still linger');
+      written.push(recorder.push(succeeded(claims[63]!)));
       await Promise.all(written);
+      assert.equal(counted.sent(), 1);
       assert.deepEqual(await states(claims.map((c) => c.id)), ['succeeded']);
     });
 
@@ -67,6 +96,15 @@ for (const engine of ENGINES) {
       assert.equal(report.succeeded, 1);
       const { rows } = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts WHERE outcome = 'succeeded'`);
       assert.equal(rows[0]!.n, 1);
+    });
+
+    test('stop() writes the results without waiting for the linger', { timeout: 20_000 }, async () => {
+      await h.dispatcher.start();
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 2000 } });
+      await receiver.received(2);
+      await h.dispatcher.stop();
+      const { rows } = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM attempts WHERE outcome = 'succeeded'`);
+      assert.equal(rows[0]!.n, 2);
     });
   });
 }

@@ -17,7 +17,8 @@ export interface RecorderOptions {
   /**
    * How long a batch smaller than LINGER_BATCH waits for company before it is
    * written (0: the next turn of the event loop). A result's write is not on
-   * the receiver's path, so waiting costs no delivery latency, only lease time.
+   * the receiver's path, so waiting costs no delivery latency; the delivery
+   * keeps its global slot and lease, and its attempt shows up, that much later.
    */
   lingerMs?: number;
 }
