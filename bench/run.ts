@@ -29,7 +29,7 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '5' },
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
     split: { type: 'boolean', default: false },
-    /** With --split: this many worker processes, sharing the 16 connections per origin between them. */
+    /** With --split: this many worker processes, sharing the ENDPOINT_CONCURRENCY connections per origin between them. */
     workers: { type: 'string', default: '1' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
@@ -282,7 +282,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const processes = [h.child];
     const workers = split ? Number(opts.workers) : 0;
     for (let i = 0; i < workers; i++) {
-      // The same concurrency per origin in all: 16 connections, divided between the workers.
+      // The same concurrency per origin in all: ENDPOINT_CONCURRENCY connections, divided between the workers.
       const share = String(Math.max(1, Math.floor(ENDPOINT_CONCURRENCY / workers)));
       processes.push((await herald(['start', '--role', 'worker'], { ...env, HERALD_ENDPOINT_CONCURRENCY: share })).child);
     }
@@ -327,14 +327,17 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const total = RATE * SECONDS;
     const start = Date.now();
     const measureFrom = start + WARMUP * 1000;
-    let steady0: CpuSnapshot | undefined = WARMUP > 0 ? undefined : cpuSnapshot(heraldPids, receiverPid, engine);
+    let steady0: CpuSnapshot | undefined;
     const inflight: Promise<unknown>[] = [];
     // Send whatever is due, then yield for 2 ms: setTimeout cannot wait 1 ms
     // a thousand times a second, so pacing per event would cap the rate.
     for (let sent = 0; sent < warmupEvents + total; ) {
       const due = Math.min(warmupEvents + total, Math.floor(((Date.now() - start) * RATE) / 1000) + 1);
-      if (!steady0 && sent >= warmupEvents) steady0 = cpuSnapshot(heraldPids, receiverPid, engine);
-      for (; sent < due; sent++) inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
+      for (; sent < due; sent++) {
+        // The measured window's CPU starts with its first publish.
+        if (sent === warmupEvents) steady0 ??= cpuSnapshot(heraldPids, receiverPid, engine);
+        inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
+      }
       await new Promise((r) => setTimeout(r, 2));
     }
     await Promise.all(inflight);
