@@ -77,7 +77,8 @@ for (const engine of ENGINES) {
       const runs = await Promise.all([prepareDatabase(empty.db), prepareDatabase(other), prepareDatabase(other)]);
       const all = (await loadMigrations()).map((m) => m.version);
       assert.deepEqual(runs.flat().sort(), all, `applied once in all: ${JSON.stringify(runs)}`);
-      assert.equal(runs.filter((r) => r.length > 0).length, 1, 'one run applied them, the others found them done');
+      // Which run applies which is left to the lock: each migration takes it
+      // on its own, so one run may apply the first few and another the rest.
       const recorded = await empty.db.query<{ version: number }>('SELECT version FROM herald_migrations ORDER BY version');
       assert.deepEqual(recorded.rows.map((r) => r.version), all);
       assert.equal((await empty.db.query('SELECT name FROM event_types')).rowCount, BUILTIN_EVENT_TYPES.length);

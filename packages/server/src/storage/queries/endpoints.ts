@@ -1,4 +1,4 @@
-import type { Queryable } from '../db.ts';
+import type { Db, Queryable } from '../db.ts';
 
 export interface EndpointRow {
   id: string;
@@ -62,8 +62,26 @@ export async function updateEndpoint(
   return rows[0];
 }
 
-export async function deleteEndpoint(db: Queryable, accountId: string, id: string): Promise<boolean> {
-  return (await db.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
+/**
+ * Deletes an endpoint with its deliveries and attempt log, in one
+ * transaction. No foreign key does this (docs/decisions/0008), so the order
+ * matters, each statement seeing what committed before it started:
+ * - the endpoint first: its row lock makes a concurrent publish wait (the
+ *   fan-out locks the endpoints it inserts deliveries for, FOR KEY SHARE),
+ *   then find it gone and insert none;
+ * - its deliveries: this waits for a recorder writing results for them (it
+ *   locks each delivery it logs an attempt for, FOR KEY SHARE), and a
+ *   recorder that comes later finds them gone and logs nothing;
+ * - its attempts last, so those that recorder logged go too.
+ */
+export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<boolean> {
+  return db.transaction(async (tx) => {
+    const deleted = (await tx.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
+    if (!deleted) return false;
+    await tx.query('DELETE FROM deliveries WHERE endpoint_id = $1', [id]);
+    await tx.query('DELETE FROM attempts WHERE endpoint_id = $1', [id]);
+    return true;
+  });
 }
 
 export async function replaceSecret(

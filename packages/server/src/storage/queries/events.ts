@@ -59,6 +59,9 @@ export async function insertEventsWithDeliveries(db: Queryable, given: readonly 
        SELECT gen_random_uuid(), ev.account_id, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END,
               ev.created_at, ev.created_at, ev.created_at
          FROM ev JOIN endpoints ep ON ep.account_id = ev.account_id AND ev.type = ANY (ep.event_types)
+          -- What a foreign key would check (docs/decisions/0008): an endpoint
+          -- being deleted is waited for, and then gets no delivery.
+          FOR KEY SHARE OF ep
        RETURNING state
      )
      SELECT ev.account_id, ev.id, (SELECT count(*) FROM dl WHERE state = 'pending')::int AS pending FROM ev`,

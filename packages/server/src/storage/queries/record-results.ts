@@ -29,8 +29,8 @@ export interface AttemptRecord {
 }
 
 /**
- * Attempt rows from one JSON parameter (see `attemptsJson`), without rows
- * whose endpoint (or delivery) was deleted meanwhile: those are left out
+ * Test-send attempt rows from one JSON parameter (see `attemptsJson`),
+ * without rows whose endpoint was deleted meanwhile: those are left out
  * rather than failing the batch.
  */
 const INSERT_ATTEMPTS = `
@@ -43,8 +43,10 @@ const INSERT_ATTEMPTS = `
            id uuid, account_id uuid, endpoint_id uuid, delivery_id uuid, event_id uuid, event_type text, attempt_number int,
            is_test bool, started_at timestamptz, duration_ms int, status_code int, outcome text, error text,
            request_headers jsonb, response_excerpt text, test_body text, url text)
-   WHERE EXISTS (SELECT 1 FROM endpoints ep WHERE ep.id = v.endpoint_id)
-     AND (v.delivery_id IS NULL OR EXISTS (SELECT 1 FROM deliveries d WHERE d.id = v.delivery_id))
+    JOIN endpoints ep ON ep.id = v.endpoint_id
+     -- What a foreign key would check (docs/decisions/0008): an endpoint
+     -- being deleted is waited for, and then gets no attempt.
+     FOR KEY SHARE OF ep
   ON CONFLICT (id) DO NOTHING`;
 
 function attemptsJson(attempts: readonly AttemptRecord[]): string {
@@ -71,9 +73,10 @@ function attemptsJson(attempts: readonly AttemptRecord[]): string {
   );
 }
 
-/** Inserts many attempt rows in one statement (test sends; the dispatcher uses `recordResults`). */
+/** Inserts many test-send attempt rows in one statement (the dispatcher's go through `recordResults`). */
 export async function insertAttempts(db: Queryable, attempts: readonly AttemptRecord[]): Promise<void> {
   if (attempts.length === 0) return;
+  if (attempts.some((a) => a.deliveryId !== null || !a.isTest)) throw new Error('insertAttempts records test sends only; use recordResults for dispatched attempts');
   await db.query(INSERT_ATTEMPTS, [attemptsJson(attempts)]);
 }
 
@@ -109,13 +112,17 @@ const RECORD_RESULTS = `
     -- plan guesses 100 rows for jsonb_array_elements, and with statistics
     -- from when the table was small it chose a hash join over a sequential
     -- scan of every delivery, for each batch (seen: 58,082 rows read to log 20).
+    -- FOR KEY SHARE does what a foreign key would (docs/decisions/0008): a
+    -- delivery being deleted with its endpoint is waited for, then skipped.
+    -- (This runs before the update below: see there.)
     INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
                           started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, url)
     SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
            (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->9, decode(j->>10, 'base64'), j->>11
       FROM jsonb_array_elements($1::jsonb) AS j
-     CROSS JOIN LATERAL (SELECT account_id, endpoint_id, id, event_id FROM deliveries WHERE id = (j->>1)::uuid OFFSET 0) AS d
+     CROSS JOIN LATERAL (SELECT account_id, endpoint_id, id, event_id FROM deliveries WHERE id = (j->>1)::uuid OFFSET 0 FOR KEY SHARE) AS d
     ON CONFLICT (id) DO NOTHING
+    RETURNING 1
   ), applied AS (
     -- Fencing: a row changes only while it still carries the lease token of
     -- the worker that sent it; a late worker whose lease ran out changes
@@ -131,6 +138,10 @@ const RECORD_RESULTS = `
       FROM unnest($2::uuid[], $3::int8[], $4::text[], $5::timestamptz[], $6::int[], $7::text[]) WITH ORDINALITY
            AS v(id, lease_token, state, next_attempt_at, last_status, last_error, ord)
      WHERE d.id = v.id AND d.lease_token = v.lease_token
+       -- Logs the attempts first (this runs once, before any row is
+       -- updated): their lookup cannot lock a row this statement has
+       -- already updated, it would skip it.
+       AND (SELECT count(*) FROM logged) >= 0
     RETURNING d.endpoint_id, d.state, d.last_error, v.ord
   ), ended AS (
     SELECT a.*, max(a.ord) FILTER (WHERE a.state = 'succeeded') OVER (PARTITION BY a.endpoint_id) AS last_success

@@ -1,0 +1,196 @@
+import { after, before, describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import pg from 'pg';
+import { requestHash, serialiseEnvelope } from '../src/core/envelope.ts';
+import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
+import { insertEventsWithDeliveries } from '../src/storage/queries/events.ts';
+import { recordResults } from '../src/storage/queries/record-results.ts';
+import { ENGINES } from './helpers/engines.ts';
+import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
+
+// Deliveries and attempts carry no foreign keys (docs/decisions/0008): an
+// endpoint's delete removes them itself, and the statements that write them
+// take the locks a foreign key would have taken.
+
+for (const engine of ENGINES) {
+  describe(`deleting an endpoint takes its deliveries and attempt log with it [${engine}]`, () => {
+    let h: TestHerald;
+    let receiver: Receiver;
+
+    before(async () => {
+      h = await createTestHerald(engine);
+      receiver = await startReceiver();
+    });
+    after(async () => {
+      await h.close();
+      await receiver.close();
+    });
+
+    const countsOf = async (endpointId: string) => {
+      const { rows } = await h.db.query<{ deliveries: number; attempts: number }>(
+        `SELECT (SELECT count(*) FROM deliveries WHERE endpoint_id = $1)::int AS deliveries,
+                (SELECT count(*) FROM attempts WHERE endpoint_id = $1)::int AS attempts`,
+        [endpointId],
+      );
+      return rows[0]!;
+    };
+
+    test('its delivered and pending deliveries and its attempts go; the other endpoint keeps all of its own', async () => {
+      const create = async (path: string) =>
+        (await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['alarm.created'] })).json.id as string;
+      const gone = await create('gone');
+      const kept = await create('kept');
+      for (let i = 0; i < 3; i++) assert.equal((await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() })).status, 202);
+      await h.drain();
+      // One more for each, not sent yet: a pending delivery goes too.
+      await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      assert.deepEqual(await countsOf(gone), { deliveries: 4, attempts: 3 });
+      assert.deepEqual(await countsOf(kept), { deliveries: 4, attempts: 3 });
+
+      assert.equal((await h.api('DELETE', `/v1/endpoints/${gone}`)).status, 204);
+      assert.deepEqual(await countsOf(gone), { deliveries: 0, attempts: 0 });
+      assert.deepEqual(await countsOf(kept), { deliveries: 4, attempts: 3 });
+
+      // The dispatcher finds only the kept endpoint's pending delivery.
+      const before = receiver.requests.length;
+      const report = await h.drain();
+      assert.equal(report.succeeded, 1);
+      assert.deepEqual(receiver.requests.slice(before).map((r) => r.path), [`${new URL(receiver.url).pathname}/kept`]);
+    });
+
+    test('an unknown endpoint answers 404 and deletes nothing', async () => {
+      const res = await h.api('DELETE', `/v1/endpoints/${randomUUID()}`);
+      assert.equal(res.status, 404);
+      assert.equal(res.json.code, 'not_found');
+    });
+  });
+}
+
+// Two connections at once: only PostgreSQL has them (PGlite runs one
+// statement at a time, so these interleavings cannot happen there).
+if (ENGINES.includes('postgres')) {
+  describe('an endpoint deleted while a publish or a recorder writes for it is left with nothing [postgres]', () => {
+    let h: TestHerald;
+    let other: pg.Client;
+
+    before(async () => {
+      h = await createTestHerald('postgres');
+      other = new pg.Client({ connectionString: h.db.url });
+      await other.connect();
+    });
+    after(async () => {
+      await other.end();
+      await h.close();
+    });
+
+    const endpoint = async () =>
+      (await h.api('POST', '/v1/endpoints', { url: `https://${randomUUID()}.example.com/hook`, event_types: ['alarm.created'] })).json.id as string;
+
+    function alarm(): Parameters<typeof insertEventsWithDeliveries>[1][number] {
+      const id = randomUUID();
+      const createdAt = h.clock.now();
+      const data = alarmData();
+      return {
+        accountId: h.accountId,
+        id,
+        type: 'alarm.created',
+        createdAt,
+        body: serialiseEnvelope({ id, type: 'alarm.created', created_at: createdAt.toISOString(), data }),
+        requestHash: requestHash('alarm.created', data),
+      };
+    }
+
+    /**
+     * Resolves once a statement of this database waits for a row lock, or
+     * once `work` settles without waiting (then the test's checks fail).
+     */
+    async function waitingOrDone(work: Promise<unknown>): Promise<void> {
+      let settled = false;
+      void work.finally(() => (settled = true)).catch(() => {});
+      for (;;) {
+        const { rows } = await other.query(
+          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
+        );
+        if (rows.length > 0 || settled) return;
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+
+    /**
+     * The delete's three statements, as deleteEndpoint runs them, with
+     * `between` run after the second, before the commit: the endpoint and
+     * its deliveries are gone for the deleting transaction, not yet for others.
+     */
+    async function deleteInSteps(endpointId: string, between: () => Promise<void>): Promise<void> {
+      await other.query('BEGIN');
+      await other.query('DELETE FROM endpoints WHERE id = $1', [endpointId]);
+      await other.query('DELETE FROM deliveries WHERE endpoint_id = $1', [endpointId]);
+      await between();
+      await other.query('DELETE FROM attempts WHERE endpoint_id = $1', [endpointId]);
+      await other.query('COMMIT');
+    }
+
+    test('a publish that fans out meanwhile waits, then gives the deleted endpoint no delivery', async () => {
+      const gone = await endpoint();
+      const kept = await endpoint();
+      const event = alarm();
+      let publish: Promise<unknown> | undefined;
+      await deleteInSteps(gone, async () => {
+        publish = insertEventsWithDeliveries(h.db, [event]);
+        await waitingOrDone(publish);
+      });
+      await publish;
+      const { rows } = await h.db.query<{ endpoint_id: string }>('SELECT endpoint_id FROM deliveries WHERE event_id = $1', [event.id]);
+      assert.deepEqual(rows.map((r) => r.endpoint_id), [kept]);
+    });
+
+    test('a recorder that logs an attempt meanwhile waits, then logs nothing for the deleted endpoint', async () => {
+      const gone = await endpoint();
+      const event = alarm();
+      await insertEventsWithDeliveries(h.db, [event]);
+      const now = h.clock.now();
+      const claim = (
+        await claimDeliveries(h.db, {
+          now,
+          limit: 100,
+          scan: 100,
+          leaseUntil: new Date(now.getTime() + 60_000),
+          maxAttempts: 7,
+          endpointCap: 100,
+          inFlight: new Map(),
+        })
+      ).find((c) => c.endpoint_id === gone);
+      assert.ok(claim, 'the delivery to the endpoint is claimed');
+      const attempt = {
+        id: randomUUID(),
+        accountId: h.accountId,
+        endpointId: gone,
+        deliveryId: claim.id,
+        eventId: event.id,
+        eventType: 'alarm.created',
+        attemptNumber: 1,
+        isTest: false,
+        startedAt: now,
+        durationMs: 5,
+        statusCode: 204,
+        outcome: 'succeeded' as const,
+        error: null,
+        url: claim.url,
+        requestHeaders: {},
+        responseExcerpt: null,
+        testBody: null,
+      };
+      const update = { id: claim.id, leaseToken: claim.lease_token, state: 'succeeded' as const, nextAttemptAt: now, lastStatus: 204, lastError: null };
+      let recorded: Promise<unknown> | undefined;
+      await deleteInSteps(gone, async () => {
+        recorded = recordResults(h.db, { attempts: [attempt], updates: [update], now, threshold: 20 });
+        await waitingOrDone(recorded);
+      });
+      await recorded;
+      const { rows } = await h.db.query('SELECT id FROM attempts WHERE endpoint_id = $1', [gone]);
+      assert.deepEqual(rows, []);
+    });
+  });
+}
