@@ -18,7 +18,6 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { buildRequestHeaders } from '../packages/server/src/dispatcher/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
-import { NODE_FLAGS } from '../packages/server/bin/node-flags.js';
 
 const { values: opts } = parseArgs({
   options: {
@@ -49,8 +48,6 @@ const root = new URL('..', import.meta.url);
 const CLI = fileURLToPath(new URL('packages/server/src/cli/index.ts', root));
 const CA = fileURLToPath(new URL('packages/server/test/fixtures/tls/ca.pem', root));
 const nodeArgs = ['--conditions=source', '--import', 'tsx'];
-// Herald's processes run with the flags its launcher gives them (`npm start`, `herald`).
-const heraldArgs: string[] = NODE_FLAGS;
 
 interface ReceiverStats {
   count: number;
@@ -82,7 +79,7 @@ function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(ful
 
 function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const profile = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : [];
-  const child = spawn(process.execPath, [...heraldArgs, ...profile, CLI, ...args], {
+  const child = spawn(process.execPath, [...nodeArgs, ...profile, CLI, ...args], {
     env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
