@@ -4,6 +4,7 @@ import { randomUUID } from 'node:crypto';
 import pg from 'pg';
 import { requestHash, serialiseEnvelope } from '../src/core/envelope.ts';
 import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
+import { deleteEndpoint } from '../src/storage/queries/endpoints.ts';
 import { insertEventsWithDeliveries } from '../src/storage/queries/events.ts';
 import { recordResults } from '../src/storage/queries/record-results.ts';
 import { ENGINES } from './helpers/engines.ts';
@@ -191,6 +192,32 @@ if (ENGINES.includes('postgres')) {
       await recorded;
       const { rows } = await h.db.query('SELECT id FROM attempts WHERE endpoint_id = $1', [gone]);
       assert.deepEqual(rows, []);
+    });
+
+    test('a delete that deadlocks with a recorder holding one of its deliveries starts over, and both finish', async () => {
+      const gone = await endpoint();
+      const event = alarm();
+      await insertEventsWithDeliveries(h.db, [event]);
+      const { rows } = await h.db.query<{ id: string }>('SELECT id FROM deliveries WHERE endpoint_id = $1', [gone]);
+      // A recorder's transaction has locked the delivery (it logs an attempt of it)…
+      await other.query('BEGIN');
+      await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR KEY SHARE', [rows[0]!.id]);
+      const deleting = deleteEndpoint(h.db, h.accountId, gone);
+      await waitingOrDone(deleting);
+      // …and now needs the endpoint's row, which the waiting delete holds: a
+      // deadlock. PostgreSQL fails the side that waited first, the delete, after
+      // deadlock_timeout (1 s by default); the delete starts over behind the recorder.
+      const recorder = other.query('UPDATE endpoints SET failure_streak = failure_streak + 1 WHERE id = $1', [gone]).then(
+        () => other.query('COMMIT'),
+        async (err) => {
+          await other.query('ROLLBACK');
+          throw err;
+        },
+      );
+      assert.equal(await deleting, true);
+      await recorder;
+      const left = await h.db.query('SELECT 1 FROM endpoints WHERE id = $1 UNION ALL SELECT 1 FROM deliveries WHERE endpoint_id = $1', [gone]);
+      assert.equal(left.rowCount, 0);
     });
   });
 }

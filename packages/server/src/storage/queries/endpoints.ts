@@ -73,16 +73,29 @@ export async function updateEndpoint(
  *   locks each delivery it logs an attempt for, FOR KEY SHARE), and a
  *   recorder that comes later finds them gone and logs nothing;
  * - its attempts last, so those that recorder logged go too.
+ *
+ * A recorder holding one of the deliveries may also need the endpoint's row
+ * (to update its failure streak): PostgreSQL then breaks the deadlock by
+ * failing one side, usually this one, and the delete starts over.
  */
 export async function deleteEndpoint(db: Db, accountId: string, id: string): Promise<boolean> {
-  return db.transaction(async (tx) => {
-    const deleted = (await tx.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
-    if (!deleted) return false;
-    await tx.query('DELETE FROM deliveries WHERE endpoint_id = $1', [id]);
-    await tx.query('DELETE FROM attempts WHERE endpoint_id = $1', [id]);
-    return true;
-  });
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await db.transaction(async (tx) => {
+        const deleted = (await tx.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
+        if (!deleted) return false;
+        await tx.query('DELETE FROM deliveries WHERE endpoint_id = $1', [id]);
+        await tx.query('DELETE FROM attempts WHERE endpoint_id = $1', [id]);
+        return true;
+      });
+    } catch (err) {
+      if ((err as { code?: string }).code !== DEADLOCK_DETECTED || attempt >= 3) throw err;
+    }
+  }
 }
+
+/** SQLSTATE 40P01. */
+const DEADLOCK_DETECTED = '40P01';
 
 export async function replaceSecret(
   db: Queryable,
