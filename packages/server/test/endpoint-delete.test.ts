@@ -74,15 +74,19 @@ for (const engine of ENGINES) {
 if (ENGINES.includes('postgres')) {
   describe('an endpoint deleted while a publish or a recorder writes for it is left with nothing [postgres]', () => {
     let h: TestHerald;
+    /** Plays the other side: a delete in steps, or a recorder's transaction. */
     let other: pg.Client;
+    /** Looks at who waits for a lock, outside any transaction. */
+    let watcher: pg.Client;
 
     before(async () => {
       h = await createTestHerald('postgres');
       other = new pg.Client({ connectionString: h.db.url });
-      await other.connect();
+      watcher = new pg.Client({ connectionString: h.db.url });
+      await Promise.all([other.connect(), watcher.connect()]);
     });
     after(async () => {
-      await other.end();
+      await Promise.all([other.end(), watcher.end()]);
       await h.close();
     });
 
@@ -111,9 +115,7 @@ if (ENGINES.includes('postgres')) {
       let settled = false;
       void work.finally(() => (settled = true)).catch(() => {});
       for (;;) {
-        const { rows } = await other.query(
-          `SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND pid <> pg_backend_pid()`,
-        );
+        const { rows } = await watcher.query(`SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
         if (rows.length > 0 || settled) return;
         await new Promise((r) => setImmediate(r));
       }
@@ -147,8 +149,8 @@ if (ENGINES.includes('postgres')) {
       assert.deepEqual(rows.map((r) => r.endpoint_id), [kept]);
     });
 
-    test('a recorder that logs an attempt meanwhile waits, then logs nothing for the deleted endpoint', async () => {
-      const gone = await endpoint();
+    /** Publishes an event to the endpoint, claims its delivery, and makes its successful result. */
+    async function sentTo(endpointId: string): Promise<Parameters<typeof recordResults>[1]> {
       const event = alarm();
       await insertEventsWithDeliveries(h.db, [event]);
       const now = h.clock.now();
@@ -162,12 +164,12 @@ if (ENGINES.includes('postgres')) {
           endpointCap: 100,
           inFlight: new Map(),
         })
-      ).find((c) => c.endpoint_id === gone);
+      ).find((c) => c.endpoint_id === endpointId);
       assert.ok(claim, 'the delivery to the endpoint is claimed');
       const attempt = {
         id: randomUUID(),
         accountId: h.accountId,
-        endpointId: gone,
+        endpointId,
         deliveryId: claim.id,
         eventId: event.id,
         eventType: 'alarm.created',
@@ -184,14 +186,42 @@ if (ENGINES.includes('postgres')) {
         testBody: null,
       };
       const update = { id: claim.id, leaseToken: claim.lease_token, state: 'succeeded' as const, nextAttemptAt: now, lastStatus: 204, lastError: null };
+      return { attempts: [attempt], updates: [update], now, threshold: 20 };
+    }
+
+    const leftOf = async (endpointId: string) =>
+      (
+        await h.db.query<{ what: string }>(
+          `SELECT 'endpoint' AS what FROM endpoints WHERE id = $1
+           UNION ALL SELECT 'delivery' FROM deliveries WHERE endpoint_id = $1
+           UNION ALL SELECT 'attempt' FROM attempts WHERE endpoint_id = $1`,
+          [endpointId],
+        )
+      ).rows.map((r) => r.what);
+
+    test('a recorder that logs an attempt meanwhile waits, then logs nothing for the deleted endpoint', async () => {
+      const gone = await endpoint();
+      const result = await sentTo(gone);
       let recorded: Promise<unknown> | undefined;
       await deleteInSteps(gone, async () => {
-        recorded = recordResults(h.db, { attempts: [attempt], updates: [update], now, threshold: 20 });
+        recorded = recordResults(h.db, result);
         await waitingOrDone(recorded);
       });
       await recorded;
-      const { rows } = await h.db.query('SELECT id FROM attempts WHERE endpoint_id = $1', [gone]);
-      assert.deepEqual(rows, []);
+      assert.deepEqual(await leftOf(gone), []);
+    });
+
+    test('a delete that comes while a recorder is writing waits for it, then removes what it logged', async () => {
+      const gone = await endpoint();
+      const result = await sentTo(gone);
+      await other.query('BEGIN');
+      await recordResults({ query: (text, params) => other.query(text, params as unknown[]) as never }, result);
+      assert.equal((await other.query('SELECT 1 FROM attempts WHERE endpoint_id = $1', [gone])).rowCount, 1);
+      const deleting = deleteEndpoint(h.db, h.accountId, gone);
+      await waitingOrDone(deleting);
+      await other.query('COMMIT');
+      assert.equal(await deleting, true);
+      assert.deepEqual(await leftOf(gone), []);
     });
 
     test('a delete that deadlocks with a recorder holding one of its deliveries starts over, and both finish', async () => {
@@ -201,12 +231,14 @@ if (ENGINES.includes('postgres')) {
       const { rows } = await h.db.query<{ id: string }>('SELECT id FROM deliveries WHERE endpoint_id = $1', [gone]);
       // A recorder's transaction has locked the delivery (it logs an attempt of it)…
       await other.query('BEGIN');
+      // This side checks for a deadlock only after 10 s, so the delete (1 s,
+      // PostgreSQL's default) is always the one that finds it and gives way.
+      await other.query(`SET LOCAL deadlock_timeout = '10s'`);
       await other.query('SELECT 1 FROM deliveries WHERE id = $1 FOR KEY SHARE', [rows[0]!.id]);
       const deleting = deleteEndpoint(h.db, h.accountId, gone);
       await waitingOrDone(deleting);
       // …and now needs the endpoint's row, which the waiting delete holds: a
-      // deadlock. PostgreSQL fails the side that waited first, the delete, after
-      // deadlock_timeout (1 s by default); the delete starts over behind the recorder.
+      // deadlock. PostgreSQL fails the delete; it starts over behind the recorder.
       const recorder = other.query('UPDATE endpoints SET failure_streak = failure_streak + 1 WHERE id = $1', [gone]).then(
         () => other.query('COMMIT'),
         async (err) => {
@@ -216,8 +248,7 @@ if (ENGINES.includes('postgres')) {
       );
       assert.equal(await deleting, true);
       await recorder;
-      const left = await h.db.query('SELECT 1 FROM endpoints WHERE id = $1 UNION ALL SELECT 1 FROM deliveries WHERE endpoint_id = $1', [gone]);
-      assert.equal(left.rowCount, 0);
+      assert.deepEqual(await leftOf(gone), []);
     });
   });
 }

@@ -82,6 +82,8 @@ export async function deleteEndpoint(db: Db, accountId: string, id: string): Pro
   for (let attempt = 1; ; attempt++) {
     try {
       return await db.transaction(async (tx) => {
+        // Each statement must see what committed before it started (above).
+        await tx.query('SET TRANSACTION ISOLATION LEVEL READ COMMITTED');
         const deleted = (await tx.query('DELETE FROM endpoints WHERE account_id = $1 AND id = $2', [accountId, id])).rowCount > 0;
         if (!deleted) return false;
         await tx.query('DELETE FROM deliveries WHERE endpoint_id = $1', [id]);
