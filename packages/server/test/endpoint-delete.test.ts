@@ -2,13 +2,12 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
-import { requestHash, serialiseEnvelope } from '../src/core/envelope.ts';
 import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
 import { deleteEndpoint } from '../src/storage/queries/endpoints.ts';
 import { insertEventsWithDeliveries } from '../src/storage/queries/events.ts';
 import { recordResults } from '../src/storage/queries/record-results.ts';
 import { ENGINES } from './helpers/engines.ts';
-import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { alarmData, createTestHerald, newEvent, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 
 // Deliveries and attempts carry no foreign keys (docs/decisions/0008): an
@@ -93,19 +92,7 @@ if (ENGINES.includes('postgres')) {
     const endpoint = async () =>
       (await h.api('POST', '/v1/endpoints', { url: `https://${randomUUID()}.example.com/hook`, event_types: ['alarm.created'] })).json.id as string;
 
-    function alarm(): Parameters<typeof insertEventsWithDeliveries>[1][number] {
-      const id = randomUUID();
-      const createdAt = h.clock.now();
-      const data = alarmData();
-      return {
-        accountId: h.accountId,
-        id,
-        type: 'alarm.created',
-        createdAt,
-        body: serialiseEnvelope({ id, type: 'alarm.created', created_at: createdAt.toISOString(), data }),
-        requestHash: requestHash('alarm.created', data),
-      };
-    }
+    const alarm = () => newEvent({ accountId: h.accountId, type: 'alarm.created', data: alarmData(), createdAt: h.clock.now() });
 
     /**
      * Resolves once a statement of this database waits for a row lock, or

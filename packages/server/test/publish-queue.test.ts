@@ -2,8 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ENGINES } from './helpers/engines.ts';
-import { createTestHerald, type TestHerald } from './helpers/herald.ts';
-import { requestHash, serialiseEnvelope } from '../src/core/envelope.ts';
+import { createTestHerald, newEvent, type TestHerald } from './helpers/herald.ts';
 import { PublishQueue } from '../src/services/publish-queue.ts';
 import type { Db } from '../src/storage/db.ts';
 import type { NewEvent } from '../src/storage/queries/events.ts';
@@ -33,17 +32,8 @@ for (const engine of ENGINES) {
       await h.close();
     });
 
-    function event(accountId: string, data: unknown, id = randomUUID()): NewEvent {
-      const createdAt = h.clock.now();
-      return {
-        accountId,
-        id,
-        type: 'shipment.created',
-        createdAt,
-        body: serialiseEnvelope({ id, type: 'shipment.created', created_at: createdAt.toISOString(), data }),
-        requestHash: requestHash('shipment.created', data),
-      };
-    }
+    const event = (accountId: string, data: unknown, id = randomUUID()): NewEvent =>
+      newEvent({ accountId, id, type: 'shipment.created', data, createdAt: h.clock.now() });
     const deliveriesOf = async (ids: string[]) =>
       (
         await h.db.query<{ event_id: string; account_id: string; endpoint_id: string }>(

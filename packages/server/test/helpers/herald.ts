@@ -1,9 +1,12 @@
+import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
 import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { SchemaValidator } from '../../src/core/schema-validator.ts';
+import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
+import type { NewEvent } from '../../src/storage/queries/events.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
 import { createAgent } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
@@ -155,4 +158,17 @@ export async function createTestHerald(
 export function alarmData(overrides: Record<string, unknown> = {}) {
   const example = BUILTIN_EVENT_TYPES.find((t) => t.name === 'alarm.created')!.example;
   return { ...example, message: 'Température au-dessus de 8 °C', ...overrides } as Record<string, unknown>;
+}
+
+/** An event as the API hands it to storage (insertEventsWithDeliveries), for tests that write it directly. */
+export function newEvent(p: { accountId: string; type: string; data: unknown; createdAt: Date; id?: string }): NewEvent {
+  const id = p.id ?? randomUUID();
+  return {
+    accountId: p.accountId,
+    id,
+    type: p.type,
+    createdAt: p.createdAt,
+    body: serialiseEnvelope({ id, type: p.type, created_at: p.createdAt.toISOString(), data: p.data }),
+    requestHash: requestHash(p.type, p.data),
+  };
 }
