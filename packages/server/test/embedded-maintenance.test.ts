@@ -5,7 +5,7 @@ import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import pg from 'pg';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
-import { analyzeStaleTables, startEmbeddedMaintenance, startStatisticsKeeper, STATISTICS_LOCK, vacuumEmbedded } from '../src/storage/maintenance.ts';
+import { analyzeStaleTables, startEmbeddedMaintenance, startStatisticsKeeper, STATISTICS_LOCK, STATISTICS_MAX_ROWS, vacuumEmbedded } from '../src/storage/maintenance.ts';
 
 // PGlite only: it runs PostgreSQL in single-user mode, where autovacuum never
 // runs. (On PostgreSQL, autovacuum does this work.)
@@ -137,5 +137,23 @@ describe('on PostgreSQL, a table that outgrew its statistics is analysed at once
     } finally {
       mock.timers.reset();
     }
+  });
+
+  test('a table whose last ANALYZE counted maxRows or more is left to autovacuum, however much it grows', async () => {
+    await addAccounts(1_780);
+    const grown = () => analyzeStaleTables(db, { tables: ['accounts'], minRows: 10, maxRows: 1_780 });
+    assert.deepEqual(await grown(), [], '3,560 rows, doubled, but the last ANALYZE counted 1,780');
+    assert.equal(await reltuples(), 1_780);
+    assert.deepEqual(await analyzeStaleTables(db, { tables: ['accounts'], minRows: 10, maxRows: 1_781 }), ['accounts'], 'one row under the limit: analysed');
+    assert.equal(await reltuples(), 3_560);
+    // The default limit.
+    assert.equal(STATISTICS_MAX_ROWS, 10_000);
+    await addAccounts(3_560);
+    assert.deepEqual(await check(), ['accounts'], '7,120 rows, last counted 3,560');
+    await addAccounts(7_120);
+    assert.deepEqual(await check(), ['accounts'], '14,240 rows, last counted 7,120');
+    await addAccounts(14_240);
+    assert.deepEqual(await check(), [], '28,480 rows, but the last ANALYZE counted 14,240');
+    assert.equal(await reltuples(), 14_240);
   });
 });

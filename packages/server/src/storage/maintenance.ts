@@ -25,13 +25,25 @@ export const STATISTICS_CHECK_MS = 5_000;
 /** A table is analysed once it holds at least this many rows and twice as many as its last ANALYZE counted. */
 export const STATISTICS_MIN_ROWS = 1_000;
 
+/**
+ * Once an ANALYZE has counted this many rows in a table, Herald leaves the
+ * table to autovacuum. A generic plan made on 10,000 rows is the plan for a
+ * big table too (the planner scales the counted rows to the table's current
+ * size, and key lookups only get more attractive as it grows), while one
+ * ANALYZE of a big table costs real time: in the benchmark, up to a second of
+ * a core for attempts at 36,000 rows in the middle of the burst, and an
+ * ANALYZE of events at 29,000 rows during the steady phase.
+ */
+export const STATISTICS_MAX_ROWS = 10_000;
+
 /** Key of the transaction-level advisory lock that lets one Herald process at a time do it. */
 export const STATISTICS_LOCK = 0x4845_5241; // "HERA"
 
 /**
  * ANALYZE of each busy table that has at least doubled since its last
- * ANALYZE (never analysed counts as empty) and holds at least `minRows`.
- * Returns the tables analysed.
+ * ANALYZE (never analysed counts as empty) and holds at least `minRows`,
+ * unless that last ANALYZE already counted `maxRows` or more. Returns the
+ * tables analysed.
  *
  * Autovacuum does this on PostgreSQL, but only once a minute at most and
  * only after its own thresholds, so a new database that takes a burst runs
@@ -40,9 +52,9 @@ export const STATISTICS_LOCK = 0x4845_5241; // "HERA"
  * statistics it found, until an ANALYZE invalidates it: the benchmark
  * caught plans that read every delivery by sequential scan to record
  * 16 attempts. Analysing at each doubling replans them while the tables are
- * still small and costs nothing later: it is about growth, not churn, so a
- * small table updated all the time (endpoints) is left to autovacuum, and a
- * big one doubles rarely.
+ * still small and stops once they are not (`STATISTICS_MAX_ROWS`): it is
+ * about a young table's growth, not churn, so a small table updated all the
+ * time (endpoints) is left to autovacuum, and so is a grown one.
  *
  * Only tables the role owns (ANALYZE needs that; otherwise PostgreSQL skips
  * them with a warning), never waiting for a lock: a table another process
@@ -50,7 +62,7 @@ export const STATISTICS_LOCK = 0x4845_5241; // "HERA"
  */
 export async function analyzeStaleTables(
   db: Db,
-  options: { tables?: readonly string[]; minRows?: number } = {},
+  options: { tables?: readonly string[]; minRows?: number; maxRows?: number } = {},
 ): Promise<string[]> {
   return db.transaction(async (tx) => {
     // One Herald process at a time; the others find the lock taken and skip the pass.
@@ -61,8 +73,9 @@ export async function analyzeStaleTables(
         WHERE s.schemaname = current_schema() AND s.relname = ANY ($1::text[])
           AND pg_has_role(c.relowner, 'USAGE')
           AND s.n_live_tup >= GREATEST($2::float8, 2 * c.reltuples::float8)
+          AND c.reltuples < $3::float8
         ORDER BY s.relname`,
-      [options.tables ?? BUSY_TABLES, options.minRows ?? STATISTICS_MIN_ROWS],
+      [options.tables ?? BUSY_TABLES, options.minRows ?? STATISTICS_MIN_ROWS, options.maxRows ?? STATISTICS_MAX_ROWS],
     );
     if (rows.length === 0) return [];
     await tx.query(`SET LOCAL lock_timeout = '1s'`);
