@@ -9,7 +9,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -34,6 +34,8 @@ const { values: opts } = parseArgs({
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
     profile: { type: 'string' },
+    /** Write each steady-phase event's acceptance time and ingest-to-receipt latency (ms) to this CSV file, to see when the slow ones happened. */
+    latencies: { type: 'string' },
   },
 });
 const EVENTS = Number(opts.events);
@@ -348,6 +350,10 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     // An event belongs to the window Herald accepted it in (created_at): the
     // few warm-up events still in the API when the window opened count as measured.
     const measured = got.latencies.filter((_, i) => got.created[i]! >= measureFrom);
+    if (opts.latencies) {
+      const rows = got.created.map((c, i) => `${c - measureFrom},${got.latencies[i]}`);
+      writeFileSync(`${opts.latencies}`, `ms_since_measured_window,latency_ms\n${rows.join('\n')}\n`);
+    }
     const warm = got.latencies.filter((_, i) => got.created[i]! < measureFrom);
     const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
     return {
