@@ -34,7 +34,7 @@ const { values: opts } = parseArgs({
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
     profile: { type: 'string' },
-    /** Write each steady-phase event's acceptance time and ingest-to-receipt latency (ms) to this CSV file, to see when the slow ones happened. */
+    /** Write each steady-phase event's acceptance time and ingest-to-receipt latency (ms) as CSV, one file per engine (lat.csv: lat.postgres.csv), to see when the slow ones happened. */
     latencies: { type: 'string' },
   },
 });
@@ -351,8 +351,11 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     // few warm-up events still in the API when the window opened count as measured.
     const measured = got.latencies.filter((_, i) => got.created[i]! >= measureFrom);
     if (opts.latencies) {
-      const rows = got.created.map((c, i) => `${c - measureFrom},${got.latencies[i]}`);
-      writeFileSync(`${opts.latencies}`, `ms_since_measured_window,latency_ms\n${rows.join('\n')}\n`);
+      // One file per engine. Epoch milliseconds too, to line events up with
+      // what else ran then; warm-up events have negative times in the window.
+      const file = opts.latencies.replace(/(\.csv)?$/, `.${engine}.csv`);
+      const rows = got.created.map((c, i) => `${c},${c - measureFrom},${got.latencies[i]}`);
+      writeFileSync(file, `accepted_epoch_ms,ms_since_measured_window,latency_ms\n${rows.join('\n')}\n`);
     }
     const warm = got.latencies.filter((_, i) => got.created[i]! < measureFrom);
     const rss = processes.reduce((sum, p) => sum + peakRssMiB(p.pid!), 0);
