@@ -66,3 +66,24 @@ test('a poke while a send is still under way is not lost, and a failed send is r
   await settle();
   assert.equal(calls, 3, 'and sent once it is over and its window has passed');
 });
+
+test('an error handler that throws does not leave the notifier stuck', async (t) => {
+  t.mock.timers.enable({ apis: ['setTimeout'] });
+  let calls = 0;
+  const poke = coalescingNotifier(
+    async () => {
+      calls += 1;
+      if (calls === 1) throw new Error('connection lost');
+    },
+    NOTIFY_WINDOW_MS,
+    () => {
+      throw new Error('the logger is broken too');
+    },
+  );
+  poke();
+  await settle();
+  poke();
+  t.mock.timers.tick(NOTIFY_WINDOW_MS);
+  await settle();
+  assert.equal(calls, 2);
+});

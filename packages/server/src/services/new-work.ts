@@ -16,15 +16,17 @@ export const NOTIFY_WINDOW_MS = 10;
  * flush. (Its effect could not be separated from noise in our benchmark; the
  * ~650 events/s cap first blamed on it was the benchmark's own pacing.)
  * A NOTIFY sent alone writes only its commit record and does not wait for
- * the disk (a transaction that wrote nothing else commits asynchronously).
+ * the disk (a transaction that wrote nothing else commits asynchronously:
+ * see RecordTransactionCommit).
  *
  * Still, each one is a statement and a commit on the API's connection, and a
  * wake-up and a claim in every idle dispatcher. At a steady 1,000 single
  * publishes a second the API sent one per publish statement (3,733 for 3,991
  * in the benchmark's steady phase, a third of all its statements). So the
  * first poke after a quiet spell notifies at once (an idle Herald still
- * delivers a fresh event within milliseconds), and the pokes of the next
- * NOTIFY_WINDOW_MS share a single follow-up at the end of the window.
+ * delivers a fresh event within milliseconds), and the pokes made while it
+ * is sent or in the NOTIFY_WINDOW_MS after share a single follow-up at the
+ * end of the window (see BENCHMARKS.md, sixth session).
  * A dispatcher that is busy does not need them: each answer it gets wakes
  * it to claim again. Nothing is lost if a notification is: the dispatchers
  * also poll.
@@ -53,14 +55,19 @@ export function coalescingNotifier(send: () => Promise<void>, windowMs: number, 
     try {
       await send();
     } catch (err) {
-      onError?.(err);
+      try {
+        onError?.(err);
+      } catch {
+        /* a failing error handler must not leave the notifier busy for good */
+      }
+    } finally {
+      const t = setTimeout(() => {
+        busy = false;
+        if (again) void run();
+      }, windowMs);
+      // A follow-up pending at exit is not worth keeping a process alive for: dispatchers poll.
+      t.unref?.();
     }
-    const t = setTimeout(() => {
-      busy = false;
-      if (again) void run();
-    }, windowMs);
-    // A follow-up pending at exit is not worth keeping a process alive for: dispatchers poll.
-    t.unref?.();
   };
   return () => {
     if (busy) again = true;

@@ -26,13 +26,16 @@ export const STATISTICS_CHECK_MS = 5_000;
 export const STATISTICS_MIN_ROWS = 1_000;
 
 /**
- * Once an ANALYZE has counted this many rows in a table, Herald leaves the
- * table to autovacuum. A generic plan made on 10,000 rows is the plan for a
- * big table too (the planner scales the counted rows to the table's current
- * size, and key lookups only get more attractive as it grows), while one
- * ANALYZE of a big table costs real time: in the benchmark, up to a second of
- * a core for attempts at 36,000 rows in the middle of the burst, and an
- * ANALYZE of events at 29,000 rows during the steady phase.
+ * Once a table's statistics count this many rows (pg_class.reltuples, which
+ * VACUUM sets too), Herald leaves the table to autovacuum. The plans of the
+ * hot statements go wrong on near-empty statistics; made on 10,000 rows or
+ * more, they stay right as the table grows (the planner scales the counted
+ * rows to the table's current size, and key lookups only get more attractive),
+ * and autovacuum re-analyses after about a tenth of the rows changed, throttled,
+ * which Herald's ANALYZE is not. One ANALYZE of a big table costs real time:
+ * in the benchmark, up to a second of a core for attempts at 36,000 rows in
+ * the middle of the burst, and an ANALYZE of events at 29,000 rows during the
+ * steady phase (BENCHMARKS.md, sixth session).
  */
 export const STATISTICS_MAX_ROWS = 10_000;
 
