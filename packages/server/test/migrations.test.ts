@@ -22,6 +22,26 @@ test('migration files are numbered 001, 002, … without gaps and split into sta
   }
 });
 
+test("a function's dollar-quoted body keeps its semicolons; statements split at the semicolons outside it", () => {
+  const sql = [
+    '-- a comment; with a semicolon;',
+    'CREATE INDEX i ON t (a);',
+    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $$',
+    'BEGIN',
+    '  RETURN x + 1; -- inside',
+    'END',
+    '$$;',
+    'CREATE FUNCTION g() RETURNS text LANGUAGE sql AS $body$ SELECT $q$;$q$ $body$;',
+    'DROP INDEX j;',
+  ].join('\n');
+  assert.deepEqual(splitStatements(sql), [
+    'CREATE INDEX i ON t (a)',
+    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $$\nBEGIN\n  RETURN x + 1; \nEND\n$$',
+    'CREATE FUNCTION g() RETURNS text LANGUAGE sql AS $body$ SELECT $q$;$q$ $body$',
+    'DROP INDEX j',
+  ]);
+});
+
 for (const engine of ENGINES) {
   describe(`migrations are applied once [${engine}]`, () => {
     let empty: EmptyDb;

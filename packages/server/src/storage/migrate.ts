@@ -55,11 +55,26 @@ export async function migrate(db: Db): Promise<number[]> {
   return applied;
 }
 
-/** Splits a migration on semicolons at line ends; migrations keep to that form (no bodies with `;`). */
+/**
+ * Splits a migration into statements: on a semicolon at the end of a line,
+ * outside dollar-quoted bodies (a function's `$$ ... $$` keeps its own
+ * semicolons). Comments (`--` to the end of a line) are dropped.
+ */
 export function splitStatements(sql: string): string[] {
-  return sql
-    .replace(/--[^\n]*$/gm, '')
-    .split(/;\s*$/m)
-    .map((s) => s.trim())
-    .filter(Boolean);
+  const statements: string[] = [];
+  let current = '';
+  let quote: string | null = null;
+  for (const line of sql.replace(/--[^\n]*$/gm, '').split('\n')) {
+    current += `${line}\n`;
+    for (const tag of line.match(/\$[A-Za-z_]*\$/g) ?? []) {
+      if (quote === null) quote = tag;
+      else if (tag === quote) quote = null;
+    }
+    if (quote === null && /;\s*$/.test(line)) {
+      statements.push(current.trim().replace(/;$/, '').trim());
+      current = '';
+    }
+  }
+  if (current.trim()) statements.push(current.trim());
+  return statements.filter(Boolean);
 }
