@@ -163,6 +163,51 @@ for (const engine of ENGINES) {
       await h.api('DELETE', `/v1/endpoints/${b}`);
     });
 
+    test("an endpoint at its cap with a due backlog: a claim takes the others' rows behind it without reading the backlog", async () => {
+      const a = await newEndpoint();
+      const b = await newEndpoint();
+      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'backlog' } });
+      // 3,000 due deliveries of a, all older than b's 5: the oldest due rows are all a's.
+      await h.db.query(
+        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+         SELECT gen_random_uuid(), d.account_id, d.event_id, d.endpoint_id, 'pending', $2::timestamptz - interval '1 hour' + i * interval '1 ms', $2, $2
+           FROM deliveries d, generate_series(1, 2999) i WHERE d.endpoint_id = $1`,
+        [a, h.clock.now()],
+      );
+      await h.db.query(
+        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+         SELECT gen_random_uuid(), d.account_id, d.event_id, d.endpoint_id, 'pending', $2, $2, $2
+           FROM deliveries d, generate_series(1, 4) i WHERE d.endpoint_id = $1`,
+        [b, h.clock.now()],
+      );
+      await h.db.query('ANALYZE deliveries');
+      const rowsRead = `SELECT (seq_tup_read + COALESCE(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'deliveries'`;
+      const now = h.clock.now();
+      const { claims, read } = await h.db.transaction(async (tx) => {
+        const before = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n;
+        const claims = await claimDeliveries(tx, {
+          now,
+          limit: 8,
+          scan: 32,
+          leaseUntil: new Date(now.getTime() + 60_000),
+          maxAttempts: 7,
+          endpointCap: 4,
+          inFlight: new Map([[a, 4]]),
+        });
+        return { claims, read: (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n - before };
+      });
+      assert.deepEqual(
+        claims.map((c) => c.endpoint_id),
+        [b, b, b, b],
+        'b has room for 4 (its cap) and gets 4 of its 5 due rows; a, at its cap, gets none',
+      );
+      // The head of 32 rows, b's rows by key, the rows locked and updated: a few dozen.
+      // Reading the backlog to get past it would be 3,000.
+      assert.ok(read < 300, `the claim read ${read} rows of deliveries`);
+      await h.api('DELETE', `/v1/endpoints/${a}`);
+      await h.api('DELETE', `/v1/endpoints/${b}`);
+    });
+
     describe('one recorded batch, in completion order', () => {
       /** Publishes `n` events to the endpoint and leases their deliveries, as a worker's claim would. */
       async function leased(endpointId: string, n: number) {
