@@ -1,0 +1,99 @@
+/**
+ * `npm run bench:claim`: what one claim costs while an endpoint at its
+ * concurrency cap has a due backlog of N rows older than another endpoint's
+ * 10, on PostgreSQL (a database of its own, dropped at the end). The claim
+ * should take the other endpoint's 10 in about the same time whatever N is.
+ *
+ *   npm run bench:claim -- --backlog 0,100000,1000000 --claims 50
+ */
+import { randomBytes } from 'node:crypto';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { prepareDatabase } from '../packages/server/src/storage/open.ts';
+import { openPostgres } from '../packages/server/src/storage/postgres.ts';
+import { claimDeliveries } from '../packages/server/src/storage/queries/claim-deliveries.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    backlog: { type: 'string', default: '0,100000,1000000' },
+    claims: { type: 'string', default: '50' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  },
+});
+const CLAIMS = Number(opts.claims);
+const CAP = 64;
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: opts['database-url'] });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+async function measure(backlog: number): Promise<{ ms: number; taken: number }> {
+  const name = `herald_bench_claim_${randomBytes(4).toString('hex')}`;
+  await admin(`CREATE DATABASE ${name}`);
+  const url = new URL(opts['database-url']!);
+  url.pathname = `/${name}`;
+  const db = await openPostgres({ connectionString: url.toString(), max: 1 });
+  try {
+    await prepareDatabase(db);
+    const account = '00000000-0000-4000-8000-000000000001';
+    const capped = '00000000-0000-4000-8000-00000000000a';
+    const other = '00000000-0000-4000-8000-00000000000b';
+    await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [account]);
+    for (const id of [capped, other]) {
+      await db.query(
+        `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
+        [id, account],
+      );
+    }
+    const event = (
+      await db.query<{ id: string }>(
+        `INSERT INTO events (account_id, id, type, created_at, body, request_hash) VALUES ($1, gen_random_uuid(), 'shipment.created', now(), '\\x7b7d', '\\x00') RETURNING id`,
+        [account],
+      )
+    ).rows[0]!.id;
+    // The capped endpoint's backlog: due an hour ago onwards, so it is the head of the due order.
+    await db.query(
+      `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 hour' + i * interval '1 ms', now(), now() FROM generate_series(1, $4::int) i`,
+      [account, event, capped, backlog],
+    );
+    await db.query(
+      `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 minute', now(), now() FROM generate_series(1, 10)`,
+      [account, event, other],
+    );
+    await db.query('VACUUM ANALYZE deliveries');
+    const inFlight = new Map([[capped, CAP]]);
+    let ms = 0;
+    let taken = 0;
+    // A few unmeasured claims first: the statement is prepared on the first.
+    for (let i = -3; i < CLAIMS; i++) {
+      await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 minute', lease_token = NULL, attempts = 0 WHERE endpoint_id = $1`, [other]);
+      const now = new Date();
+      const t0 = performance.now();
+      const rows = await claimDeliveries(db, { now, limit: CAP, scan: 4 * CAP, leaseUntil: new Date(now.getTime() + 60_000), maxAttempts: 7, endpointCap: CAP, inFlight });
+      if (i >= 0) {
+        ms += performance.now() - t0;
+        taken += rows.length;
+      }
+    }
+    return { ms: ms / CLAIMS, taken: taken / CLAIMS };
+  } finally {
+    await db.close();
+    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+}
+
+console.log(`One claim (room for ${CAP} at the other endpoint, head of ${4 * CAP} rows), mean of ${CLAIMS}, PostgreSQL:`);
+console.log('| capped endpoint\'s due backlog | ms per claim | rows of the other endpoint taken |');
+console.log('|---:|---:|---:|');
+for (const n of opts.backlog!.split(',').map(Number)) {
+  const r = await measure(n);
+  console.log(`| ${n.toLocaleString('en')} | ${r.ms.toFixed(2)} | ${r.taken} |`);
+}
