@@ -60,7 +60,7 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
     // The capped endpoint's backlog: due an hour ago onwards, so it is the head of the due order.
     await db.query(
       `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 hour' + i * interval '1 ms', now(), now() FROM generate_series(1, $4::int) i`,
+       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 hour' + i * interval '1 ms', now(), now() FROM generate_series(1, $4::int) i ORDER BY random()`,
       [account, event, capped, backlog],
     );
     await db.query(

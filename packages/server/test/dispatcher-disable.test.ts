@@ -163,49 +163,73 @@ for (const engine of ENGINES) {
       await h.api('DELETE', `/v1/endpoints/${b}`);
     });
 
-    test("an endpoint at its cap with a due backlog: a claim takes the others' rows behind it without reading the backlog", async () => {
-      const a = await newEndpoint();
-      const b = await newEndpoint();
-      await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'backlog' } });
-      // 3,000 due deliveries of a, all older than b's 5: the oldest due rows are all a's.
-      await h.db.query(
-        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-         SELECT gen_random_uuid(), d.account_id, d.event_id, d.endpoint_id, 'pending', $2::timestamptz - interval '1 hour' + i * interval '1 ms', $2, $2
-           FROM deliveries d, generate_series(1, 2999) i WHERE d.endpoint_id = $1`,
-        [a, h.clock.now()],
-      );
-      await h.db.query(
-        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-         SELECT gen_random_uuid(), d.account_id, d.event_id, d.endpoint_id, 'pending', $2, $2, $2
-           FROM deliveries d, generate_series(1, 4) i WHERE d.endpoint_id = $1`,
-        [b, h.clock.now()],
-      );
-      await h.db.query('ANALYZE deliveries');
-      const rowsRead = `SELECT (seq_tup_read + COALESCE(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'deliveries'`;
-      const now = h.clock.now();
-      const { claims, read } = await h.db.transaction(async (tx) => {
-        const before = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n;
-        const claims = await claimDeliveries(tx, {
-          now,
-          limit: 8,
-          scan: 32,
-          leaseUntil: new Date(now.getTime() + 60_000),
-          maxAttempts: 7,
-          endpointCap: 4,
-          inFlight: new Map([[a, 4]]),
-        });
-        return { claims, read: (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n - before };
+    describe('a claim behind endpoints at or near their cap', () => {
+      let eventId: string;
+      before(async () => {
+        eventId = (await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'behind' } })).json.id as string;
       });
-      assert.deepEqual(
-        claims.map((c) => c.endpoint_id),
-        [b, b, b, b],
-        'b has room for 4 (its cap) and gets 4 of its 5 due rows; a, at its cap, gets none',
-      );
-      // The head of 32 rows, b's rows by key, the rows locked and updated: a few dozen.
-      // Reading the backlog to get past it would be 3,000.
-      assert.ok(read < 300, `the claim read ${read} rows of deliveries`);
-      await h.api('DELETE', `/v1/endpoints/${a}`);
-      await h.api('DELETE', `/v1/endpoints/${b}`);
+
+      /** `n` due deliveries of the endpoint, the first due `ageMs` ago and the rest 1 ms apart (no other rows are pending). */
+      async function due(endpointId: string, n: number, ageMs: number) {
+        await h.db.query(
+          `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+           SELECT gen_random_uuid(), e.account_id, e.id, $1, 'pending', $2::timestamptz - $3 * interval '1 ms' + i * interval '1 ms', $2, $2
+             FROM events e, generate_series(0, $4::int - 1) i WHERE e.id = $5`,
+          [endpointId, h.clock.now(), ageMs, n, eventId],
+        );
+      }
+      /** One claim, in a transaction that also counts the rows of deliveries it read. */
+      async function claimCounting(p: { limit: number; scan: number; cap: number; inFlight: Array<[string, number]> }) {
+        const rowsRead = `SELECT (seq_tup_read + COALESCE(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'deliveries'`;
+        const now = h.clock.now();
+        return h.db.transaction(async (tx) => {
+          const before = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n;
+          const claims = await claimDeliveries(tx, {
+            now,
+            limit: p.limit,
+            scan: p.scan,
+            leaseUntil: new Date(now.getTime() + 60_000),
+            maxAttempts: 7,
+            endpointCap: p.cap,
+            inFlight: new Map(p.inFlight),
+          });
+          const read = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n - before;
+          const taken = (id: string) => claims.filter((c) => c.endpoint_id === id).length;
+          return { claims, read, taken };
+        });
+      }
+
+      test("an endpoint at its cap with a due backlog: the claim takes the others' rows behind it without reading the backlog", async () => {
+        await h.db.query(`UPDATE deliveries SET state = 'skipped' WHERE state = 'pending'`);
+        const a = await newEndpoint();
+        const b = await newEndpoint();
+        // 3,000 due deliveries of a, all older than b's 5: the oldest due rows are all a's.
+        await due(a, 3000, 3_600_000);
+        await due(b, 5, 60_000);
+        await h.db.query('ANALYZE deliveries');
+        const { claims, read, taken } = await claimCounting({ limit: 8, scan: 32, cap: 4, inFlight: [[a, 4]] });
+        assert.deepEqual({ a: taken(a), b: taken(b) }, { a: 0, b: 4 }, 'b has room for 4 (its cap) and gets 4 of its 5 due rows; a, at its cap, none');
+        assert.equal(claims.length, 4);
+        // The head of 32 rows, b's rows by key, the rows locked and updated: a few dozen.
+        // Reading the backlog to get past it would be 3,000.
+        assert.ok(read > 0 && read < 300, `the claim read ${read} rows of deliveries`);
+        await h.api('DELETE', `/v1/endpoints/${a}`);
+        await h.api('DELETE', `/v1/endpoints/${b}`);
+      });
+
+      test('a head that holds rows of an endpoint with little room still lets the claim reach the rows behind it', async () => {
+        await h.db.query(`UPDATE deliveries SET state = 'skipped' WHERE state = 'pending'`);
+        const a = await newEndpoint();
+        const b = await newEndpoint();
+        const c = await newEndpoint();
+        // The head of 32: a's 24 (at its cap) and c's 8 (room for 1). b's 6 come after.
+        await due(a, 24, 3_600_000);
+        await due(c, 8, 1_800_000);
+        await due(b, 6, 60_000);
+        const { taken } = await claimCounting({ limit: 8, scan: 32, cap: 4, inFlight: [[a, 4], [c, 3]] });
+        assert.deepEqual({ a: taken(a), b: taken(b), c: taken(c) }, { a: 0, b: 4, c: 1 });
+        for (const id of [a, b, c]) await h.api('DELETE', `/v1/endpoints/${id}`);
+      });
     });
 
     describe('one recorded batch, in completion order', () => {

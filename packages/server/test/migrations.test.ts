@@ -26,17 +26,17 @@ test("a function's dollar-quoted body keeps its semicolons; statements split at 
   const sql = [
     '-- a comment; with a semicolon;',
     'CREATE INDEX i ON t (a);',
-    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $$',
+    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $fn1$',
     'BEGIN',
     '  RETURN x + 1; -- inside',
     'END',
-    '$$;',
+    '$fn1$;',
     'CREATE FUNCTION g() RETURNS text LANGUAGE sql AS $body$ SELECT $q$;$q$ $body$;',
     'DROP INDEX j;',
   ].join('\n');
   assert.deepEqual(splitStatements(sql), [
     'CREATE INDEX i ON t (a)',
-    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $$\nBEGIN\n  RETURN x + 1; \nEND\n$$',
+    'CREATE FUNCTION f(x int) RETURNS int LANGUAGE plpgsql AS $fn1$\nBEGIN\n  RETURN x + 1; \nEND\n$fn1$',
     'CREATE FUNCTION g() RETURNS text LANGUAGE sql AS $body$ SELECT $q$;$q$ $body$',
     'DROP INDEX j',
   ]);

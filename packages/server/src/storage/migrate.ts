@@ -58,7 +58,8 @@ export async function migrate(db: Db): Promise<number[]> {
 /**
  * Splits a migration into statements: on a semicolon at the end of a line,
  * outside dollar-quoted bodies (a function's `$$ ... $$` keeps its own
- * semicolons). Comments (`--` to the end of a line) are dropped.
+ * semicolons). Comments (`--` to the end of a line) are dropped. Migrations
+ * keep to what this reads: no `--` or `$$` inside string literals.
  */
 export function splitStatements(sql: string): string[] {
   const statements: string[] = [];
@@ -66,7 +67,7 @@ export function splitStatements(sql: string): string[] {
   let quote: string | null = null;
   for (const line of sql.replace(/--[^\n]*$/gm, '').split('\n')) {
     current += `${line}\n`;
-    for (const tag of line.match(/\$[A-Za-z_]*\$/g) ?? []) {
+    for (const tag of line.match(/\$(?:[A-Za-z_][A-Za-z0-9_]*)?\$/g) ?? []) {
       if (quote === null) quote = tag;
       else if (tag === quote) quote = null;
     }
