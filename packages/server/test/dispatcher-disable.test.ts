@@ -300,9 +300,9 @@ for (const engine of ENGINES) {
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
 
-      test("each attempt is logged with its delivery's account, endpoint and event; one whose delivery is gone is left out; a batch written twice logs once", async () => {
+      test("each attempt is logged with its delivery's account, endpoint and event, a late worker's too; one whose delivery is gone is left out; a batch written twice logs once", async () => {
         const id = await newEndpoint();
-        const [a, b] = await leased(id, 2);
+        const [a, b, c] = await leased(id, 3);
         const sent = (c: typeof a): AttemptRecord => ({
           id: crypto.randomUUID(),
           // Taken from the delivery row, not from here:
@@ -324,18 +324,28 @@ for (const engine of ENGINES) {
           testBody: null,
         });
         await h.db.query('DELETE FROM deliveries WHERE id = $1', [b!.id]);
-        const batch = { attempts: [sent(a), sent(b)], updates: [update(a!, 'succeeded', null), update(b!, 'succeeded', null)], now: h.clock.now(), threshold: 20 };
+        // c's lease ran out and another worker claimed it again: a new token.
+        await h.db.query('UPDATE deliveries SET lease_token = lease_token + 1000 WHERE id = $1', [c!.id]);
+        const batch = {
+          attempts: [sent(a), sent(b), sent(c)],
+          updates: [update(a!, 'succeeded', null), update(b!, 'succeeded', null), update(c!, 'succeeded', null)],
+          now: h.clock.now(),
+          threshold: 20,
+        };
         await recordResults(h.db, batch);
         await recordResults(h.db, batch);
         const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer; request_headers: object }>(
-          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, request_headers FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[])',
-          [id, [a!.id, b!.id]],
+          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, request_headers FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[]) ORDER BY delivery_id = $3 DESC',
+          [id, [a!.id, b!.id, c!.id], a!.id],
         );
-        assert.equal(rows.length, 1);
+        const logged = (x: typeof a) => ({ delivery_id: x!.id, account_id: h.accountId, endpoint_id: id, event_id: x!.event_id, response_excerpt: 'ok', request_headers: { 'x-service-signature': 'v1=00' } });
         assert.deepEqual(
-          { ...rows[0], response_excerpt: rows[0]!.response_excerpt.toString() },
-          { delivery_id: a!.id, account_id: h.accountId, endpoint_id: id, event_id: a!.event_id, response_excerpt: 'ok', request_headers: { 'x-service-signature': 'v1=00' } },
+          rows.map((r) => ({ ...r, response_excerpt: r.response_excerpt.toString() })),
+          [logged(a), logged(c)],
         );
+        // The late worker's result changed nothing: c is still the other worker's.
+        const states = await h.db.query<{ id: string; state: string }>('SELECT id, state FROM deliveries WHERE id = ANY ($1::uuid[])', [[a!.id, c!.id]]);
+        assert.deepEqual(Object.fromEntries(states.rows.map((r) => [r.id, r.state])), { [a!.id]: 'succeeded', [c!.id]: 'pending' });
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
     });

@@ -104,26 +104,7 @@ function sentAttemptJson(a: AttemptRecord): unknown[] {
 }
 
 const RECORD_RESULTS = `
-  WITH logged AS (
-    -- Joined to its delivery: an attempt whose delivery (or endpoint) was
-    -- deleted meanwhile is left out rather than failing the batch. The
-    -- delivery is looked up by key, one row at a time (a lateral subquery
-    -- that OFFSET 0 keeps from being flattened into a join): the generic
-    -- plan guesses 100 rows for jsonb_array_elements, and with statistics
-    -- from when the table was small it chose a hash join over a sequential
-    -- scan of every delivery, for each batch (seen: 58,082 rows read to log 20).
-    -- FOR KEY SHARE does what a foreign key would (docs/decisions/0008): a
-    -- delivery being deleted with its endpoint is waited for, then skipped.
-    -- (This runs before the update below: see there.)
-    INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                          started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, url)
-    SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
-           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->9, decode(j->>10, 'base64'), j->>11
-      FROM jsonb_array_elements($1::jsonb) AS j
-     CROSS JOIN LATERAL (SELECT account_id, endpoint_id, id, event_id FROM deliveries WHERE id = (j->>1)::uuid OFFSET 0 FOR KEY SHARE) AS d
-    ON CONFLICT (id) DO NOTHING
-    RETURNING 1
-  ), applied AS (
+  WITH applied AS (
     -- Fencing: a row changes only while it still carries the lease token of
     -- the worker that sent it; a late worker whose lease ran out changes
     -- nothing. Only a pending delivery has a lease token (every change out of
@@ -132,17 +113,43 @@ const RECORD_RESULTS = `
     -- burst, the planner reads every pending row through deliveries_due
     -- instead of looking the batch up by key. (Arrays, not JSON, for the same
     -- reason: unnest of a known array tells the planner the row count.)
+    -- The row lock this takes is what a foreign key's check would take for
+    -- the attempt logged below (docs/decisions/0008): a delete of the
+    -- delivery with its endpoint waits for it.
     UPDATE deliveries d
        SET state = v.state, next_attempt_at = v.next_attempt_at, last_status = v.last_status,
            last_error = v.last_error, lease_token = NULL, updated_at = $8
       FROM unnest($2::uuid[], $3::int8[], $4::text[], $5::timestamptz[], $6::int[], $7::text[]) WITH ORDINALITY
            AS v(id, lease_token, state, next_attempt_at, last_status, last_error, ord)
      WHERE d.id = v.id AND d.lease_token = v.lease_token
-       -- Logs the attempts first (this runs once, before any row is
-       -- updated): their lookup cannot lock a row this statement has
-       -- already updated, it would skip it.
-       AND (SELECT count(*) FROM logged) >= 0
-    RETURNING d.endpoint_id, d.state, d.last_error, v.ord
+    RETURNING d.id, d.account_id, d.endpoint_id, d.event_id, d.state, d.last_error, v.ord
+  ), sent AS (
+    SELECT j, (j->>1)::uuid AS delivery_id FROM jsonb_array_elements($1::jsonb) AS j
+  ), lost AS (
+    -- Attempts whose delivery the update above did not change (its lease ran
+    -- out and another worker holds it, or this batch is written a second
+    -- time): the request was sent all the same, so it is logged, with the
+    -- delivery looked up by key, one row at a time (a lateral subquery that
+    -- OFFSET 0 keeps from being flattened into a join, so no plan reads the
+    -- table). FOR KEY SHARE does what a foreign key would: a delivery being
+    -- deleted with its endpoint is waited for, then left out. None of these
+    -- rows was updated by this statement, so the lock cannot miss one.
+    SELECT s.j, d.account_id, d.endpoint_id, d.id, d.event_id
+      FROM sent s
+     CROSS JOIN LATERAL (SELECT account_id, endpoint_id, id, event_id FROM deliveries WHERE id = s.delivery_id OFFSET 0 FOR KEY SHARE) AS d
+     WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.delivery_id)
+  ), logged AS (
+    -- The account, endpoint and event come from the delivery row: from the
+    -- update's RETURNING for nearly every attempt, so logging one costs no
+    -- second visit to its delivery.
+    INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+                          started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, url)
+    SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
+           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->9, decode(j->>10, 'base64'), j->>11
+      FROM (SELECT s.j, a.account_id, a.endpoint_id, a.id, a.event_id FROM sent s JOIN applied a ON a.id = s.delivery_id
+            UNION ALL
+            SELECT j, account_id, endpoint_id, id, event_id FROM lost) AS d
+    ON CONFLICT (id) DO NOTHING
   ), ended AS (
     SELECT a.*, max(a.ord) FILTER (WHERE a.state = 'succeeded') OVER (PARTITION BY a.endpoint_id) AS last_success
       FROM applied a WHERE a.state IN ('succeeded', 'failed')
@@ -174,8 +181,9 @@ const RECORD_RESULTS = `
 
 /**
  * Records a batch of finished work in one statement (one round trip, atomic
- * on its own): the attempt rows (each joined to its delivery), the deliveries' new states (fenced by lease
- * token), and each endpoint's failure streak, disabling those that reach
+ * on its own): the deliveries' new states (fenced by lease token), the
+ * attempt rows (each with its delivery's account, endpoint and event, even
+ * when its lease was lost), and each endpoint's failure streak, disabling those that reach
  * `threshold` with the reason and time. Returns the endpoints it disabled;
  * their pending deliveries are the caller's to skip (`skipPendingDeliveries`).
  * Running it twice with the same batch changes nothing the second time.
