@@ -36,6 +36,8 @@ const { values: opts } = parseArgs({
     profile: { type: 'string' },
     /** Write each steady-phase event's acceptance time and ingest-to-receipt latency (ms) as CSV, one file per engine (lat.csv: lat.postgres.csv), to see when the slow ones happened. */
     latencies: { type: 'string' },
+    /** NODE_OPTIONS for the worker processes alone (with --split), e.g. "--max-semi-space-size=64". */
+    'worker-node-options': { type: 'string' },
   },
 });
 const EVENTS = Number(opts.events);
@@ -286,7 +288,15 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     for (let i = 0; i < workers; i++) {
       // The same concurrency per origin in all: ENDPOINT_CONCURRENCY connections, divided between the workers.
       const share = String(Math.max(1, Math.floor(ENDPOINT_CONCURRENCY / workers)));
-      processes.push((await herald(['start', '--role', 'worker'], { ...env, HERALD_ENDPOINT_CONCURRENCY: share })).child);
+      processes.push(
+        (
+          await herald(['start', '--role', 'worker'], {
+            ...env,
+            HERALD_ENDPOINT_CONCURRENCY: share,
+            ...(opts['worker-node-options'] ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${opts['worker-node-options']}`.trim() } : {}),
+          })
+        ).child,
+      );
     }
     for (const p of processes) {
       cleanups.push(

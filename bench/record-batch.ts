@@ -1,0 +1,141 @@
+/**
+ * `npm run bench:record`: what the recorder's statement costs PostgreSQL per
+ * delivery, apart from everything else the dispatcher does: a database of its
+ * own (dropped at the end) with DELIVERIES leased deliveries over 10
+ * endpoints, recorded in batches of BATCH (each with its attempt, as the
+ * dispatcher does), ROUNDS times over fresh leases. Prints, per 1,000
+ * deliveries recorded: the server process's CPU time (from /proc, so the
+ * server must be on this machine), wall time, WAL written, and buffers hit
+ * and read (pg_stat_database). WAL and buffers hold still while the
+ * machine's speed drifts; CPU and wall time do not.
+ *
+ *   npm run bench:record -- --deliveries 20000 --batch 64 --rounds 3
+ */
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { prepareDatabase } from '../packages/server/src/storage/open.ts';
+import { openPostgres } from '../packages/server/src/storage/postgres.ts';
+import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../packages/server/src/storage/queries/record-results.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    deliveries: { type: 'string', default: '20000' },
+    batch: { type: 'string', default: '64' },
+    rounds: { type: 'string', default: '3' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  },
+});
+const DELIVERIES = Number(opts.deliveries);
+const BATCH = Number(opts.batch);
+const ROUNDS = Number(opts.rounds);
+
+async function admin(sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: opts['database-url'] });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** CPU time (user + system) of one process so far, in ms. */
+function cpuMs(pid: number): number {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
+}
+
+const name = `herald_bench_record_${randomBytes(4).toString('hex')}`;
+await admin(`CREATE DATABASE ${name}`);
+const url = new URL(opts['database-url']!);
+url.pathname = `/${name}`;
+const db = await openPostgres({ connectionString: url.toString(), max: 1 });
+const rows: string[] = [];
+try {
+  await prepareDatabase(db);
+  const account = '00000000-0000-4000-8000-000000000001';
+  await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [account]);
+  const endpoints = Array.from({ length: 10 }, (_, i) => `00000000-0000-4000-8000-0000000000${String(i + 10)}`);
+  for (const id of endpoints) {
+    await db.query(
+      `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
+      [id, account],
+    );
+  }
+  const body = Buffer.from(JSON.stringify({ id: 'x', type: 'shipment.created', data: { shipment: 'SH-1', weight_kg: 12.5 } }));
+  const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const stats = async () =>
+    (
+      await db.query<{ lsn: string; hit: string; read: string }>(
+        `SELECT pg_current_wal_lsn()::text AS lsn, blks_hit::text AS hit, blks_read::text AS read FROM pg_stat_database WHERE datname = current_database()`,
+      )
+    ).rows[0]!;
+  const lsnBytes = async (a: string, b: string) =>
+    Number((await db.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [b, a])).rows[0]!.n);
+
+  for (let round = 0; round < ROUNDS; round++) {
+    // Fresh events and deliveries, leased as a claim leaves them.
+    const { rows: leased } = await db.query<{ id: string; endpoint_id: string; event_id: string; lease_token: string }>(
+      `WITH ev AS (
+         INSERT INTO events (account_id, id, type, created_at, body, request_hash)
+         SELECT $1, gen_random_uuid(), 'shipment.created', now(), $2, '\\x00' FROM generate_series(1, $3::int / 10)
+         RETURNING id
+       )
+       INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, attempts, lease_token, created_at, updated_at)
+       SELECT gen_random_uuid(), $1, ev.id, ep, 'pending', now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
+         FROM ev CROSS JOIN unnest($4::uuid[]) AS ep
+       RETURNING id, endpoint_id, event_id, lease_token::text`,
+      [account, body, DELIVERIES, endpoints],
+    );
+    await db.query('ANALYZE deliveries');
+    await db.query('CHECKPOINT');
+    const now = new Date();
+    const batches: Array<{ attempts: AttemptRecord[]; updates: DeliveryUpdate[] }> = [];
+    for (let i = 0; i < leased.length; i += BATCH) {
+      const slice = leased.slice(i, i + BATCH);
+      batches.push({
+        updates: slice.map((d) => ({ id: d.id, leaseToken: Number(d.lease_token), state: 'succeeded', nextAttemptAt: now, lastStatus: 204, lastError: null })),
+        attempts: slice.map((d) => ({
+          id: randomUUID(),
+          accountId: account,
+          endpointId: d.endpoint_id,
+          deliveryId: d.id,
+          eventId: d.event_id,
+          eventType: 'shipment.created',
+          attemptNumber: 1,
+          isTest: false,
+          startedAt: now,
+          durationMs: 3,
+          statusCode: 204,
+          outcome: 'succeeded',
+          error: null,
+          url: 'https://127.0.0.1/',
+          requestHeaders: { 'x-service-signature': `v1,${randomBytes(32).toString('base64')}`, 'x-service-timestamp': '1700000000' },
+          responseExcerpt: null,
+          testBody: null,
+        })),
+      });
+    }
+    const s0 = await stats();
+    const cpu0 = cpuMs(pid);
+    const t0 = performance.now();
+    for (const b of batches) await recordResults(db, { ...b, now, threshold: 20 });
+    const ms = performance.now() - t0;
+    const cpu = cpuMs(pid) - cpu0;
+    const s1 = await stats();
+    const wal = await lsnBytes(s0.lsn, s1.lsn);
+    const per = 1000 / leased.length;
+    rows.push(
+      `| ${round + 1} | ${(cpu * per).toFixed(0)} | ${(ms * per).toFixed(0)} | ${((wal * per) / 1024).toFixed(0)} | ${((Number(s1.hit) - Number(s0.hit)) * per).toFixed(0)} | ${((Number(s1.read) - Number(s0.read)) * per).toFixed(0)} |`,
+    );
+  }
+} finally {
+  await db.close();
+  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+}
+console.log(`Recording ${DELIVERIES.toLocaleString('en')} leased deliveries (10 endpoints), ${BATCH} per statement, each with its attempt; per 1,000 deliveries:`);
+console.log('| round | server CPU ms | wall ms | WAL KiB | buffers hit | buffers read |');
+console.log('|---:|---:|---:|---:|---:|---:|');
+for (const r of rows) console.log(r);
