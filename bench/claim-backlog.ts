@@ -6,12 +6,9 @@
  *
  *   npm run bench:claim -- --backlog 0,100000,1000000 --claims 50
  */
-import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { prepareDatabase } from '../packages/server/src/storage/open.ts';
-import { openPostgres } from '../packages/server/src/storage/postgres.ts';
 import { claimDeliveries } from '../packages/server/src/storage/queries/claim-deliveries.ts';
+import { BENCH_ACCOUNT, withScratchDatabase } from './scratch-database.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -23,34 +20,11 @@ const { values: opts } = parseArgs({
 const CLAIMS = Number(opts.claims);
 const CAP = 64;
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: opts['database-url'] });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 async function measure(backlog: number): Promise<{ ms: number; taken: number }> {
-  const name = `herald_bench_claim_${randomBytes(4).toString('hex')}`;
-  await admin(`CREATE DATABASE ${name}`);
-  const url = new URL(opts['database-url']!);
-  url.pathname = `/${name}`;
-  const db = await openPostgres({ connectionString: url.toString(), max: 1 });
-  try {
-    await prepareDatabase(db);
-    const account = '00000000-0000-4000-8000-000000000001';
-    const capped = '00000000-0000-4000-8000-00000000000a';
-    const other = '00000000-0000-4000-8000-00000000000b';
-    await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [account]);
-    for (const id of [capped, other]) {
-      await db.query(
-        `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
-        [id, account],
-      );
-    }
+  const account = BENCH_ACCOUNT;
+  const capped = '00000000-0000-4000-8000-00000000000a';
+  const other = '00000000-0000-4000-8000-00000000000b';
+  return withScratchDatabase(opts['database-url']!, 'claim', [capped, other], async (db) => {
     const event = (
       await db.query<{ id: string }>(
         `INSERT INTO events (account_id, id, type, created_at, body, request_hash) VALUES ($1, gen_random_uuid(), 'shipment.created', now(), '\\x7b7d', '\\x00') RETURNING id`,
@@ -84,10 +58,7 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
       }
     }
     return { ms: ms / CLAIMS, taken: taken / CLAIMS };
-  } finally {
-    await db.close();
-    await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-  }
+  });
 }
 
 console.log(`One claim (room for ${CAP} at the other endpoint, head of ${4 * CAP} rows), mean of ${CLAIMS}, PostgreSQL:`);

@@ -14,10 +14,8 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
-import pg from 'pg';
-import { prepareDatabase } from '../packages/server/src/storage/open.ts';
-import { openPostgres } from '../packages/server/src/storage/postgres.ts';
 import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../packages/server/src/storage/queries/record-results.ts';
+import { BENCH_ACCOUNT, withScratchDatabase } from './scratch-database.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -31,47 +29,28 @@ const DELIVERIES = Number(opts.deliveries);
 const BATCH = Number(opts.batch);
 const ROUNDS = Number(opts.rounds);
 
-async function admin(sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: opts['database-url'] });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 /** CPU time (user + system) of one process so far, in ms. */
 function cpuMs(pid: number): number {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
 }
 
-const name = `herald_bench_record_${randomBytes(4).toString('hex')}`;
-await admin(`CREATE DATABASE ${name}`);
-const url = new URL(opts['database-url']!);
-url.pathname = `/${name}`;
-const db = await openPostgres({ connectionString: url.toString(), max: 1 });
 const rows: string[] = [];
-try {
-  await prepareDatabase(db);
-  const account = '00000000-0000-4000-8000-000000000001';
-  await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [account]);
-  const endpoints = Array.from({ length: 10 }, (_, i) => `00000000-0000-4000-8000-0000000000${String(i + 10)}`);
-  for (const id of endpoints) {
-    await db.query(
-      `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
-      [id, account],
-    );
-  }
+const account = BENCH_ACCOUNT;
+const endpoints = Array.from({ length: 10 }, (_, i) => `00000000-0000-4000-8000-0000000000${String(i + 10)}`);
+await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db) => {
   const body = Buffer.from(JSON.stringify({ id: 'x', type: 'shipment.created', data: { shipment: 'SH-1', weight_kg: 12.5 } }));
   const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-  const stats = async () =>
-    (
+  const stats = async () => {
+    // A backend hands its counters to pg_stat_database at most once a second
+    // unless told to: without this, the figures depend on the timing.
+    await db.query('SELECT pg_stat_force_next_flush()');
+    return (
       await db.query<{ lsn: string; hit: string; read: string }>(
         `SELECT pg_current_wal_lsn()::text AS lsn, blks_hit::text AS hit, blks_read::text AS read FROM pg_stat_database WHERE datname = current_database()`,
       )
     ).rows[0]!;
+  };
   const lsnBytes = async (a: string, b: string) =>
     Number((await db.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [b, a])).rows[0]!.n);
 
@@ -131,10 +110,7 @@ try {
       `| ${round + 1} | ${(cpu * per).toFixed(0)} | ${(ms * per).toFixed(0)} | ${((wal * per) / 1024).toFixed(0)} | ${((Number(s1.hit) - Number(s0.hit)) * per).toFixed(0)} | ${((Number(s1.read) - Number(s0.read)) * per).toFixed(0)} |`,
     );
   }
-} finally {
-  await db.close();
-  await admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
-}
+});
 console.log(`Recording ${DELIVERIES.toLocaleString('en')} leased deliveries (10 endpoints), ${BATCH} per statement, each with its attempt; per 1,000 deliveries:`);
 console.log('| round | server CPU ms | wall ms | WAL KiB | buffers hit | buffers read |');
 console.log('|---:|---:|---:|---:|---:|---:|');

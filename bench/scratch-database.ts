@@ -1,0 +1,45 @@
+/**
+ * A PostgreSQL database of a bench's own: created, migrated, given one account
+ * and the endpoints asked for, handed to `use`, and dropped afterwards
+ * whatever happens. For the benches that time one statement (bench:claim,
+ * bench:record).
+ */
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import type { Db } from '../packages/server/src/storage/db.ts';
+import { prepareDatabase } from '../packages/server/src/storage/open.ts';
+import { openPostgres } from '../packages/server/src/storage/postgres.ts';
+
+export const BENCH_ACCOUNT = '00000000-0000-4000-8000-000000000001';
+
+async function admin(adminUrl: string, sql: string): Promise<void> {
+  const client = new pg.Client({ connectionString: adminUrl });
+  await client.connect();
+  try {
+    await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function withScratchDatabase<T>(adminUrl: string, prefix: string, endpointIds: readonly string[], use: (db: Db) => Promise<T>): Promise<T> {
+  const name = `herald_bench_${prefix}_${randomBytes(4).toString('hex')}`;
+  await admin(adminUrl, `CREATE DATABASE ${name}`);
+  const url = new URL(adminUrl);
+  url.pathname = `/${name}`;
+  const db = await openPostgres({ connectionString: url.toString(), max: 1 });
+  try {
+    await prepareDatabase(db);
+    await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [BENCH_ACCOUNT]);
+    for (const id of endpointIds) {
+      await db.query(
+        `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
+        [id, BENCH_ACCOUNT],
+      );
+    }
+    return await use(db);
+  } finally {
+    await db.close();
+    await admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  }
+}
