@@ -12,34 +12,30 @@ import { openPostgres } from '../packages/server/src/storage/postgres.ts';
 
 export const BENCH_ACCOUNT = '00000000-0000-4000-8000-000000000001';
 
-async function admin(adminUrl: string, sql: string): Promise<void> {
-  const client = new pg.Client({ connectionString: adminUrl });
-  await client.connect();
-  try {
-    await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function withScratchDatabase<T>(adminUrl: string, prefix: string, endpointIds: readonly string[], use: (db: Db) => Promise<T>): Promise<T> {
   const name = `herald_bench_${prefix}_${randomBytes(4).toString('hex')}`;
-  await admin(adminUrl, `CREATE DATABASE ${name}`);
-  const url = new URL(adminUrl);
-  url.pathname = `/${name}`;
-  const db = await openPostgres({ connectionString: url.toString(), max: 1 });
+  // One administrative connection for the whole run: it creates the database and drops it.
+  const admin = new pg.Client({ connectionString: adminUrl });
+  await admin.connect();
   try {
-    await prepareDatabase(db);
-    await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [BENCH_ACCOUNT]);
-    for (const id of endpointIds) {
-      await db.query(
-        `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
-        [id, BENCH_ACCOUNT],
-      );
+    await admin.query(`CREATE DATABASE ${name}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    const db = await openPostgres({ connectionString: url.toString(), max: 1 });
+    try {
+      await prepareDatabase(db);
+      await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [BENCH_ACCOUNT]);
+      for (const id of endpointIds) {
+        await db.query(
+          `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
+          [id, BENCH_ACCOUNT],
+        );
+      }
+      return await use(db);
+    } finally {
+      await db.close();
     }
-    return await use(db);
   } finally {
-    await db.close();
-    await admin(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => admin.end());
   }
 }
