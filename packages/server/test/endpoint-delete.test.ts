@@ -136,8 +136,13 @@ if (ENGINES.includes('postgres')) {
       assert.deepEqual(rows.map((r) => r.endpoint_id), [kept]);
     });
 
-    /** Publishes an event to the endpoint, claims its delivery, and makes its successful result. */
-    async function sentTo(endpointId: string): Promise<Parameters<typeof recordResults>[1]> {
+    /**
+     * Publishes an event to the endpoint, claims its delivery, and makes its
+     * successful result. With `lostLease`, another worker has claimed the
+     * delivery since: the recorder does not update it and logs the attempt
+     * through its lookup of lost rows instead.
+     */
+    async function sentTo(endpointId: string, lostLease: boolean): Promise<Parameters<typeof recordResults>[1]> {
       const event = alarm();
       await insertEventsWithDeliveries(h.db, [event]);
       const now = h.clock.now();
@@ -153,6 +158,7 @@ if (ENGINES.includes('postgres')) {
         })
       ).find((c) => c.endpoint_id === endpointId);
       assert.ok(claim, 'the delivery to the endpoint is claimed');
+      if (lostLease) await h.db.query('UPDATE deliveries SET lease_token = lease_token + 1000 WHERE id = $1', [claim.id]);
       const attempt = {
         id: randomUUID(),
         accountId: h.accountId,
@@ -186,30 +192,32 @@ if (ENGINES.includes('postgres')) {
         )
       ).rows.map((r) => r.what);
 
-    test('a recorder that logs an attempt meanwhile waits, then logs nothing for the deleted endpoint', async () => {
-      const gone = await endpoint();
-      const result = await sentTo(gone);
-      let recorded: Promise<unknown> | undefined;
-      await deleteInSteps(gone, async () => {
-        recorded = recordResults(h.db, result);
-        await waitingOrDone(recorded);
+    for (const [lease, lostLease] of [['its lease', false], ['a lost lease', true]] as const) {
+      test(`a recorder that logs an attempt meanwhile (${lease}) waits, then logs nothing for the deleted endpoint`, async () => {
+        const gone = await endpoint();
+        const result = await sentTo(gone, lostLease);
+        let recorded: Promise<unknown> | undefined;
+        await deleteInSteps(gone, async () => {
+          recorded = recordResults(h.db, result);
+          await waitingOrDone(recorded);
+        });
+        await recorded;
+        assert.deepEqual(await leftOf(gone), []);
       });
-      await recorded;
-      assert.deepEqual(await leftOf(gone), []);
-    });
 
-    test('a delete that comes while a recorder is writing waits for it, then removes what it logged', async () => {
-      const gone = await endpoint();
-      const result = await sentTo(gone);
-      await other.query('BEGIN');
-      await recordResults({ query: (text, params) => other.query(text, params as unknown[]) as never }, result);
-      assert.equal((await other.query('SELECT 1 FROM attempts WHERE endpoint_id = $1', [gone])).rowCount, 1);
-      const deleting = deleteEndpoint(h.db, h.accountId, gone);
-      await waitingOrDone(deleting);
-      await other.query('COMMIT');
-      assert.equal(await deleting, true);
-      assert.deepEqual(await leftOf(gone), []);
-    });
+      test(`a delete that comes while a recorder is writing (${lease}) waits for it, then removes what it logged`, async () => {
+        const gone = await endpoint();
+        const result = await sentTo(gone, lostLease);
+        await other.query('BEGIN');
+        await recordResults({ query: (text, params) => other.query(text, params as unknown[]) as never }, result);
+        assert.equal((await other.query('SELECT 1 FROM attempts WHERE endpoint_id = $1', [gone])).rowCount, 1);
+        const deleting = deleteEndpoint(h.db, h.accountId, gone);
+        await waitingOrDone(deleting);
+        await other.query('COMMIT');
+        assert.equal(await deleting, true);
+        assert.deepEqual(await leftOf(gone), []);
+      });
+    }
 
     test('a delete that deadlocks with a recorder holding one of its deliveries starts over, and both finish', async () => {
       const gone = await endpoint();
