@@ -7,7 +7,8 @@
  * deliveries recorded: the server process's CPU time (from /proc, so the
  * server must be on this machine), wall time, WAL written, and buffers hit
  * and read (pg_stat_database). WAL and buffers hold still while the
- * machine's speed drifts; CPU and wall time do not.
+ * machine's speed drifts; CPU and wall time do not. The WAL position is the
+ * whole server's: run it while nothing else writes to that PostgreSQL.
  *
  *   npm run bench:record -- --deliveries 20000 --batch 64 --rounds 3
  */

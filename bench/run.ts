@@ -40,6 +40,7 @@ const { values: opts } = parseArgs({
     'worker-node-options': { type: 'string' },
   },
 });
+if (opts['worker-node-options'] && !opts.split) console.warn('--worker-node-options applies to the worker processes of --split only; ignored without it');
 const EVENTS = Number(opts.events);
 const ENDPOINTS = Number(opts.endpoints);
 const RATE = Number(opts.rate);

@@ -16,6 +16,8 @@ export async function withScratchDatabase<T>(adminUrl: string, prefix: string, e
   const name = `herald_bench_${prefix}_${randomBytes(4).toString('hex')}`;
   // One administrative connection for the whole run: it creates the database and drops it.
   const admin = new pg.Client({ connectionString: adminUrl });
+  // Idle for most of the run: a server that closes it must not crash the bench before the drop.
+  admin.on('error', (err) => console.error(`bench: the administrative connection failed: ${err.message}`));
   await admin.connect();
   try {
     await admin.query(`CREATE DATABASE ${name}`);
@@ -24,6 +26,8 @@ export async function withScratchDatabase<T>(adminUrl: string, prefix: string, e
     const db = await openPostgres({ connectionString: url.toString(), max: 1 });
     try {
       await prepareDatabase(db);
+      // Autovacuum would otherwise join the measurement whenever a round's rows trigger it.
+      for (const table of ['events', 'deliveries', 'attempts']) await db.query(`ALTER TABLE ${table} SET (autovacuum_enabled = off)`);
       await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [BENCH_ACCOUNT]);
       for (const id of endpointIds) {
         await db.query(
@@ -36,6 +40,10 @@ export async function withScratchDatabase<T>(adminUrl: string, prefix: string, e
       await db.close();
     }
   } finally {
-    await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`).finally(() => admin.end());
+    // A failed drop is reported, not thrown: it must not hide an error from `use`.
+    await admin
+      .query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`)
+      .catch((err: Error) => console.error(`bench: could not drop ${name}: ${err.message}`))
+      .finally(() => admin.end());
   }
 }
