@@ -13,10 +13,9 @@
  *   npm run bench:record -- --deliveries 20000 --batch 64 --rounds 3
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { parseArgs } from 'node:util';
 import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../packages/server/src/storage/queries/record-results.ts';
-import { BENCH_ACCOUNT, withScratchDatabase } from './scratch-database.ts';
+import { BENCH_ACCOUNT, COST_HEADER, costRow, measureServer, withScratchDatabase } from './scratch-database.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -30,31 +29,11 @@ const DELIVERIES = Number(opts.deliveries);
 const BATCH = Number(opts.batch);
 const ROUNDS = Number(opts.rounds);
 
-/** CPU time (user + system) of one process so far, in ms. */
-function cpuMs(pid: number): number {
-  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-  return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100;
-}
-
 const rows: string[] = [];
 const account = BENCH_ACCOUNT;
 const endpoints = Array.from({ length: 10 }, (_, i) => `00000000-0000-4000-8000-0000000000${String(i + 10)}`);
 await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db) => {
   const body = Buffer.from(JSON.stringify({ id: 'x', type: 'shipment.created', data: { shipment: 'SH-1', weight_kg: 12.5 } }));
-  const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-  const stats = async () => {
-    // A backend hands its counters to pg_stat_database at most once a second
-    // unless told to: without this, the figures depend on the timing.
-    await db.query('SELECT pg_stat_force_next_flush()');
-    return (
-      await db.query<{ lsn: string; hit: string; read: string }>(
-        `SELECT pg_current_wal_lsn()::text AS lsn, blks_hit::text AS hit, blks_read::text AS read FROM pg_stat_database WHERE datname = current_database()`,
-      )
-    ).rows[0]!;
-  };
-  const lsnBytes = async (a: string, b: string) =>
-    Number((await db.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [b, a])).rows[0]!.n);
-
   for (let round = 0; round < ROUNDS; round++) {
     // Fresh events and deliveries, leased as a claim leaves them.
     const { rows: leased } = await db.query<{ id: string; endpoint_id: string; event_id: string; lease_token: string }>(
@@ -98,21 +77,13 @@ await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db)
         })),
       });
     }
-    const s0 = await stats();
-    const cpu0 = cpuMs(pid);
-    const t0 = performance.now();
-    for (const b of batches) await recordResults(db, { ...b, now, threshold: 20 });
-    const ms = performance.now() - t0;
-    const cpu = cpuMs(pid) - cpu0;
-    const s1 = await stats();
-    const wal = await lsnBytes(s0.lsn, s1.lsn);
-    const per = 1000 / leased.length;
-    rows.push(
-      `| ${round + 1} | ${(cpu * per).toFixed(0)} | ${(ms * per).toFixed(0)} | ${((wal * per) / 1024).toFixed(0)} | ${((Number(s1.hit) - Number(s0.hit)) * per).toFixed(0)} | ${((Number(s1.read) - Number(s0.read)) * per).toFixed(0)} |`,
-    );
+    const cost = await measureServer(db, leased.length, async () => {
+      for (const b of batches) await recordResults(db, { ...b, now, threshold: 20 });
+    });
+    rows.push(costRow(String(round + 1), cost));
   }
 });
 console.log(`Recording ${DELIVERIES.toLocaleString('en')} leased deliveries (10 endpoints), ${BATCH} per statement, each with its attempt; per 1,000 deliveries:`);
-console.log('| round | server CPU ms | wall ms | WAL KiB | buffers hit | buffers read |');
+console.log(`| round | ${COST_HEADER}`);
 console.log('|---:|---:|---:|---:|---:|---:|');
 for (const r of rows) console.log(r);

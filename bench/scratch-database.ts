@@ -5,10 +5,69 @@
  * bench:record).
  */
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { Db } from '../packages/server/src/storage/db.ts';
 import { prepareDatabase } from '../packages/server/src/storage/open.ts';
 import { openPostgres } from '../packages/server/src/storage/postgres.ts';
+
+/** What the server process behind `db`'s connection did while `work` ran, per `per` units of work. */
+export interface ServerCost {
+  cpuMs: number;
+  wallMs: number;
+  walKiB: number;
+  buffersHit: number;
+  buffersRead: number;
+}
+
+/**
+ * Runs `work` and measures, from outside it: the CPU time of the server
+ * process behind `db`'s one connection (from /proc, so the server must be on
+ * this machine), wall time, WAL written (the whole server's: run it while
+ * nothing else writes to that PostgreSQL), and buffers hit and read in this
+ * database (pg_stat_database). Each figure is divided by `per` and multiplied
+ * by 1,000. WAL and buffers hold still while the machine's speed drifts;
+ * CPU and wall time do not.
+ */
+export async function measureServer(db: Db, per: number, work: () => Promise<void>): Promise<ServerCost> {
+  const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+  const cpu = () => {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s
+  };
+  const counters = async () => {
+    // A backend hands its counters to pg_stat_database at most once a second
+    // unless told to: without this, the figures depend on the timing.
+    await db.query('SELECT pg_stat_force_next_flush()');
+    return (
+      await db.query<{ lsn: string; hit: string; read: string }>(
+        `SELECT pg_current_wal_lsn()::text AS lsn, blks_hit::text AS hit, blks_read::text AS read FROM pg_stat_database WHERE datname = current_database()`,
+      )
+    ).rows[0]!;
+  };
+  const c0 = await counters();
+  const cpu0 = cpu();
+  const t0 = performance.now();
+  await work();
+  const wallMs = performance.now() - t0;
+  const cpuMs = cpu() - cpu0;
+  const c1 = await counters();
+  const wal = Number((await db.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [c1.lsn, c0.lsn])).rows[0]!.n);
+  const k = 1000 / per;
+  return {
+    cpuMs: cpuMs * k,
+    wallMs: wallMs * k,
+    walKiB: (wal * k) / 1024,
+    buffersHit: (Number(c1.hit) - Number(c0.hit)) * k,
+    buffersRead: (Number(c1.read) - Number(c0.read)) * k,
+  };
+}
+
+/** One row of a Markdown table: the label, then the figures rounded. */
+export const costRow = (label: string, c: ServerCost) =>
+  `| ${label} | ${[c.cpuMs, c.wallMs, c.walKiB, c.buffersHit, c.buffersRead].map((x) => Math.round(x).toLocaleString('en')).join(' | ')} |`;
+
+export const COST_HEADER = 'server CPU ms | wall ms | WAL KiB | buffers hit | buffers read |';
 
 export const BENCH_ACCOUNT = '00000000-0000-4000-8000-000000000001';
 
