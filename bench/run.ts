@@ -18,6 +18,7 @@ import pg from 'pg';
 import { Agent, request } from 'undici';
 import { buildRequestHeaders } from '../packages/server/src/dispatcher/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
+import { CLK_TCK, cpuMs } from './proc-cpu.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -122,21 +123,6 @@ const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
 };
-const CLK_TCK = 100; // USER_HZ: /proc reports CPU time in 1/100 s on Linux
-/** CPU time (user + system) used so far by these processes, in ms. */
-function cpuMs(pids: number[]): number {
-  let ticks = 0;
-  for (const pid of pids) {
-    try {
-      // Fields after the command name (which may hold spaces): utime and stime are the 12th and 13th.
-      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-      ticks += Number(fields[11]) + Number(fields[12]);
-    } catch {
-      // gone meanwhile
-    }
-  }
-  return (ticks * 1000) / CLK_TCK;
-}
 /** Every PostgreSQL server process on this machine (the bench runs against a local server). */
 function postgresPids(): number[] {
   const pids: number[] = [];

@@ -5,11 +5,11 @@
  * bench:record).
  */
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import pg from 'pg';
 import type { Db } from '../packages/server/src/storage/db.ts';
 import { prepareDatabase } from '../packages/server/src/storage/open.ts';
 import { openPostgres } from '../packages/server/src/storage/postgres.ts';
+import { cpuMs as processCpuMs } from './proc-cpu.ts';
 
 /** What the server process behind `db`'s connection did while `work` ran, per `per` units of work. */
 export interface ServerCost {
@@ -31,10 +31,7 @@ export interface ServerCost {
  */
 export async function measureServer(db: Db, per: number, work: () => Promise<void>): Promise<ServerCost> {
   const pid = (await db.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-  const cpu = () => {
-    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
-    return ((Number(fields[11]) + Number(fields[12])) * 1000) / 100; // utime + stime, in 1/100 s
-  };
+  const cpu = () => processCpuMs([pid]);
   const counters = async () => {
     // A backend hands its counters to pg_stat_database at most once a second
     // unless told to: without this, the figures depend on the timing.
