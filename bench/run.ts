@@ -269,13 +269,28 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     // --split (PostgreSQL): the API and the dispatcher in two processes, as a
     // production deployment on PostgreSQL would run them.
     const split = opts.split && engine === 'postgres';
+    const processes: ChildProcess[] = [];
+    // Each process is stopped at the end from the moment it is up: a worker
+    // that fails to start must not leave the API running (it holds the
+    // bench's stdout, so the bench would never exit).
+    const started = (child: ChildProcess) => {
+      processes.push(child);
+      cleanups.push(
+        () =>
+          new Promise<void>((r) => {
+            if (child.exitCode !== null || child.signalCode !== null) return r();
+            child.once('exit', () => r());
+            child.kill('SIGTERM');
+          }),
+      );
+    };
     const h = await herald(['start', ...(split ? ['--role', 'api'] : [])], env);
-    const processes = [h.child];
+    started(h.child);
     const workers = split ? Number(opts.workers) : 0;
     for (let i = 0; i < workers; i++) {
       // The same concurrency per origin in all: ENDPOINT_CONCURRENCY connections, divided between the workers.
       const share = String(Math.max(1, Math.floor(ENDPOINT_CONCURRENCY / workers)));
-      processes.push(
+      started(
         (
           await herald(['start', '--role', 'worker'], {
             ...env,
@@ -283,15 +298,6 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
             ...(opts['worker-node-options'] ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${opts['worker-node-options']}`.trim() } : {}),
           })
         ).child,
-      );
-    }
-    for (const p of processes) {
-      cleanups.push(
-        () =>
-          new Promise<void>((r) => {
-            p.once('exit', () => r());
-            p.kill('SIGTERM');
-          }),
       );
     }
     const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
