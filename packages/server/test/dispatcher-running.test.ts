@@ -5,6 +5,8 @@ import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { rotateSecret } from '../src/services/endpoints.ts';
+import { pruneAttempts } from '../src/storage/queries/record-results.ts';
+import { randomUUID } from 'node:crypto';
 
 for (const engine of ENGINES) {
   describe(`the running dispatcher [${engine}]`, () => {
@@ -136,6 +138,39 @@ for (const engine of ENGINES) {
       } finally {
         await h.close();
         await receiver.close();
+      }
+    });
+
+    test('attempts started in the same millisecond: the newest 100 by start time, then by id; each endpoint on its own', async () => {
+      const h = await createTestHerald(engine);
+      try {
+        const [busy, quiet, untouched] = [randomUUID(), randomUUID(), randomUUID()];
+        const base = Date.parse('2026-11-20T09:00:00.000Z');
+        // Three attempts per millisecond, so the 100th newest shares its time with others.
+        const rows = (endpoint: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: randomUUID(), endpoint, at: new Date(base + Math.floor(i / 3)) }));
+        const all = [...rows(busy, 131), ...rows(quiet, 40), ...rows(untouched, 150)];
+        await h.db.query(
+          `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
+           SELECT a.id, $1, a.endpoint_id, a.id, 'shipment.created', 1, a.started_at, 5, 'succeeded', '{}'
+             FROM unnest($2::uuid[], $3::uuid[], $4::timestamptz[]) AS a (id, endpoint_id, started_at)`,
+          [h.accountId, all.map((r) => r.id), all.map((r) => r.endpoint), all.map((r) => r.at)],
+        );
+        assert.equal(await pruneAttempts(h.db, [busy, quiet], 100), 31);
+        const left = async (endpoint: string) =>
+          (await h.db.query<{ id: string }>('SELECT id FROM attempts WHERE endpoint_id = $1 ORDER BY id', [endpoint])).rows.map((r) => r.id);
+        // The same order computed here: newest first, then by id (as PostgreSQL orders uuids: by their bytes, which is their text).
+        const expected = all
+          .filter((r) => r.endpoint === busy)
+          .sort((x, y) => y.at.getTime() - x.at.getTime() || (x.id < y.id ? -1 : 1))
+          .slice(0, 100)
+          .map((r) => r.id)
+          .sort();
+        assert.deepEqual(await left(busy), expected);
+        assert.equal((await left(quiet)).length, 40);
+        assert.equal((await left(untouched)).length, 150);
+        assert.equal(await pruneAttempts(h.db, [busy, quiet], 100), 0, 'a second run finds nothing to delete');
+      } finally {
+        await h.close();
       }
     });
   });
