@@ -1,7 +1,10 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENGINES } from './helpers/engines.ts';
-import { createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { createTestHerald, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
+import { TLS } from './helpers/tls.ts';
+import { createDispatcher } from '../src/dispatcher/dispatcher.ts';
+import type { Db } from '../src/storage/db.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { rotateSecret } from '../src/services/endpoints.ts';
@@ -141,21 +144,47 @@ for (const engine of ENGINES) {
       }
     });
 
+    test('a prune that fails keeps its endpoints for the next run', async () => {
+      const h = await createTestHerald(engine);
+      const receiver = await startReceiver();
+      let failures = 1;
+      const flaky = Object.assign(Object.create(h.db) as Db, {
+        transaction: <T>(fn: Parameters<Db['transaction']>[0]) =>
+          failures-- > 0 ? Promise.reject(new Error('connection terminated unexpectedly')) : (h.db.transaction(fn) as Promise<T>),
+      });
+      const dispatcher = createDispatcher({ ...h.deps, db: flaky, config: testDispatcherConfig(), random: () => 0.5, connect: { ca: TLS.ca } });
+      try {
+        const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+        await h.api('POST', '/v1/events/batch', { events: Array.from({ length: 110 }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
+        for (let i = 0; i < 15; i++) {
+          await dispatcher.tick();
+          h.clock.advance(1000);
+        }
+        await assert.rejects(dispatcher.pruneAttempts(), /connection terminated/);
+        assert.equal(await dispatcher.pruneAttempts(), 10, 'the endpoint taken by the failed run is pruned by the next');
+      } finally {
+        await dispatcher.stop(0);
+        await h.close();
+        await receiver.close();
+      }
+    });
+
     test('attempts started in the same millisecond: the newest 100 by start time, then by id; each endpoint on its own', async () => {
       const h = await createTestHerald(engine);
       try {
-        const [busy, quiet, untouched] = [randomUUID(), randomUUID(), randomUUID()];
+        const [busy, quiet, exact, untouched] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
         const base = Date.parse('2026-11-20T09:00:00.000Z');
         // Three attempts per millisecond, so the 100th newest shares its time with others.
         const rows = (endpoint: string, n: number) => Array.from({ length: n }, (_, i) => ({ id: randomUUID(), endpoint, at: new Date(base + Math.floor(i / 3)) }));
-        const all = [...rows(busy, 131), ...rows(quiet, 40), ...rows(untouched, 150)];
+        const all = [...rows(busy, 131), ...rows(quiet, 40), ...rows(exact, 100), ...rows(untouched, 150)];
         await h.db.query(
           `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
            SELECT a.id, $1, a.endpoint_id, a.id, 'shipment.created', 1, a.started_at, 5, 'succeeded', '{}'
              FROM unnest($2::uuid[], $3::uuid[], $4::timestamptz[]) AS a (id, endpoint_id, started_at)`,
           [h.accountId, all.map((r) => r.id), all.map((r) => r.endpoint), all.map((r) => r.at)],
         );
-        assert.equal(await pruneAttempts(h.db, [busy, quiet], 100), 31);
+        // busy given twice: pruned once.
+        assert.equal(await pruneAttempts(h.db, [busy, quiet, exact, busy], 100), 31);
         const left = async (endpoint: string) =>
           (await h.db.query<{ id: string }>('SELECT id FROM attempts WHERE endpoint_id = $1 ORDER BY id', [endpoint])).rows.map((r) => r.id);
         // The same order computed here: newest first, then by id (as PostgreSQL orders uuids: by their bytes, which is their text).
@@ -167,8 +196,9 @@ for (const engine of ENGINES) {
           .sort();
         assert.deepEqual(await left(busy), expected);
         assert.equal((await left(quiet)).length, 40);
+        assert.equal((await left(exact)).length, 100);
         assert.equal((await left(untouched)).length, 150);
-        assert.equal(await pruneAttempts(h.db, [busy, quiet], 100), 0, 'a second run finds nothing to delete');
+        assert.equal(await pruneAttempts(h.db, [busy, quiet, exact], 100), 0, 'a second run finds nothing to delete');
       } finally {
         await h.close();
       }

@@ -274,8 +274,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
   }
 
-  async function prune(): Promise<number> {
-    return pruneAttempts(db, recorder.takeTouched(), ATTEMPTS_KEPT);
+  // One prune at a time: the timer's, tests' and shutdown's runs queue
+  // behind each other (two at once could lock the same rows in turn).
+  let pruning: Promise<unknown> = Promise.resolve();
+  function prune(): Promise<number> {
+    const run = pruning.then(async () => {
+      const ids = recorder.takeTouched();
+      try {
+        return await pruneAttempts(db, ids, ATTEMPTS_KEPT);
+      } catch (err) {
+        // Their attempts are still there: the next run tries them again.
+        recorder.retouch(ids);
+        throw err;
+      }
+    });
+    pruning = run.catch(() => undefined);
+    return run;
   }
 
   async function shutdown(graceMs: number): Promise<void> {
@@ -312,16 +326,14 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       running = true;
       unlisten = await db.listen(DELIVERIES_CHANNEL, wake);
       // Every 10 s: once a second made each run small (20 to 50 ms instead of
-      // up to half a second), but cost the burst 5 % more of the machine per
-      // delivery (BENCHMARKS.md, ninth session). A run still going when the
-      // next is due is not doubled.
-      let pruning = false;
+      // up to half a second), but cost the burst 3 to 5 % more of the machine
+      // per delivery (BENCHMARKS.md, ninth session). A run still going when
+      // the next is due is not doubled.
+      let timerRun: Promise<unknown> | undefined;
       pruneTimer = setInterval(() => {
-        if (pruning) return;
-        pruning = true;
-        void prune()
+        timerRun ??= prune()
           .catch((err) => deps.log?.error({ err }, 'pruning attempts failed'))
-          .finally(() => (pruning = false));
+          .finally(() => (timerRun = undefined));
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();
       wake();

@@ -137,6 +137,10 @@ export function createRecorder(options: RecorderOptions) {
       touched.clear();
       return ids;
     },
+    /** Gives back endpoints taken by takeTouched whose pruning failed, for the next run. */
+    retouch(ids: readonly string[]): void {
+      for (const id of ids) touched.add(id);
+    },
   };
 }
 

@@ -44,16 +44,21 @@ export async function openPostgres(options: PostgresOptions): Promise<Db> {
     query: base.query,
     async transaction(fn) {
       const client = await pool.connect();
+      // A connection whose ROLLBACK failed may still be in the transaction:
+      // it is closed, not handed to the next caller.
+      let broken: Error | undefined;
       try {
         await client.query('BEGIN');
         const result = await fn(wrap(client));
         await client.query('COMMIT');
         return result;
       } catch (err) {
-        await client.query('ROLLBACK').catch(() => {});
+        await client.query('ROLLBACK').catch((rollbackErr: Error) => {
+          broken = rollbackErr;
+        });
         throw err;
       } finally {
-        client.release();
+        client.release(broken);
       }
     },
     async exec(sql) {

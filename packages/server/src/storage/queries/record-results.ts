@@ -231,7 +231,8 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
 
 /**
  * Keeps the newest `keep` attempts of each endpoint given (newest by
- * started_at, ties broken by id); run off the hot path, every 10 s.
+ * started_at, ties broken by id, the lower kept): by the dispatcher every
+ * 10 s, off the delivery path, and after each test send.
  *
  * Per endpoint: the oldest attempt kept is found through the endpoint's
  * index (the keep-th newest), and the rows behind it are deleted through the
@@ -246,6 +247,9 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
 export async function pruneAttempts(db: Db, endpointIds: readonly string[], keep: number): Promise<number> {
   if (endpointIds.length === 0) return 0;
   if (!Number.isInteger(keep) || keep < 1) throw new RangeError(`keep must be a positive integer, got ${keep}`);
+  // In one order in every process, so two workers pruning the same endpoints
+  // wait for each other instead of deadlocking.
+  const ids = [...new Set(endpointIds)].sort();
   return db.transaction(async (tx) => {
     await tx.query('SET LOCAL enable_seqscan = off');
     await tx.query('SET LOCAL enable_bitmapscan = off');
@@ -261,7 +265,7 @@ export async function pruneAttempts(db: Db, endpointIds: readonly string[], keep
         WHERE a.endpoint_id = e.endpoint_id
           AND a.started_at <= oldest_kept.started_at
           AND (a.started_at < oldest_kept.started_at OR a.id > oldest_kept.id)`,
-      [endpointIds, keep],
+      [ids, keep],
     );
     return rowCount;
   });
