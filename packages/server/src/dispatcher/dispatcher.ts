@@ -19,6 +19,14 @@ export { ATTEMPTS_KEPT };
 const SECRETS_CACHED = 10_000;
 /** How often the attempt log of the endpoints sent to since the last time is trimmed to ATTEMPTS_KEPT. */
 const PRUNE_EVERY_MS = 10_000;
+/**
+ * After a claim that found fewer due deliveries than it had room for, an
+ * answer or a written result waits this long before it claims again, so
+ * that the answers of that time share one claim. New deliveries wake the
+ * dispatcher at once through their notification, and an answer from an
+ * endpoint that was at its cap claims at once (its rows were passed over).
+ */
+const SHORT_CLAIM_LINGER_MS = 20;
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -91,6 +99,10 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let running = false;
   let pumping = false;
   let wakeAgain = false;
+  // The last claim came back with fewer deliveries than it asked for: no
+  // due work was left that this worker had room for.
+  let lastClaimShort = false;
+  let lingerTimer: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
   let pruneTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
@@ -180,7 +192,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
       if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
       else inFlightByEndpoint.set(claim.endpoint_id, n);
-      wake();
+      released(n + 1 >= config.endpointConcurrency);
     };
     const task = attempt(claim)
       .finally(releaseEndpoint)
@@ -198,7 +210,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       .finally(() => {
         inFlight -= 1;
         tasks.delete(task);
-        wake();
+        released(false);
       });
     tasks.add(task);
   }
@@ -228,13 +240,20 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function pump(): Promise<void> {
     try {
+      // This claim answers whatever a linger was waiting for.
+      clearTimeout(lingerTimer);
+      lingerTimer = undefined;
       do {
         wakeAgain = false;
         for (;;) {
           const room = Math.min(config.concurrency - inFlight, 500, knownRoom() + config.endpointConcurrency);
-          if (!running || room <= 0) break;
+          if (!running || room <= 0) {
+            lastClaimShort = false;
+            break;
+          }
           const got = await claimAndLaunch(room);
-          if (got < room) break;
+          lastClaimShort = got < room;
+          if (lastClaimShort) break;
         }
       } while (wakeAgain && running);
       // With work in flight, its completion wakes us; only an idle worker needs
@@ -257,6 +276,22 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clearTimeout(timer);
     timer = setTimeout(wake, ms);
     timer.unref();
+  }
+
+  /**
+   * A slot came free: at the end of an answer (the endpoint's) or of a
+   * written result (the worker's). After a short claim nothing is known to
+   * be waiting for it, so it lingers (SHORT_CLAIM_LINGER_MS), unless the
+   * endpoint was at its cap or the worker has nothing left in flight (then
+   * it looks up the next due time at once).
+   */
+  function released(endpointWasAtCap: boolean): void {
+    if (!lastClaimShort || endpointWasAtCap || inFlight === 0) return wake();
+    if (!running || lingerTimer) return;
+    lingerTimer = setTimeout(() => {
+      lingerTimer = undefined;
+      wake();
+    }, SHORT_CLAIM_LINGER_MS);
   }
 
   function wake(): void {
@@ -297,6 +332,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     // Results from here on are written at once: nothing is gained by waiting for company.
     recorder.eager();
     clearTimeout(timer);
+    clearTimeout(lingerTimer);
     clearInterval(pruneTimer);
     await unlisten?.();
     unlisten = undefined;
