@@ -100,7 +100,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let pumping = false;
   let wakeAgain = false;
   // The last claim came back with fewer deliveries than it asked for: no
-  // due work was left that this worker had room for.
+  // due work was left that this worker had room for, but for rows another
+  // worker's claim held at that moment (SKIP LOCKED), which the linger covers.
   let lastClaimShort = false;
   let lingerTimer: NodeJS.Timeout | undefined;
   let timer: NodeJS.Timeout | undefined;
@@ -240,9 +241,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
 
   async function pump(): Promise<void> {
     try {
-      // This claim answers whatever a linger was waiting for.
-      clearTimeout(lingerTimer);
-      lingerTimer = undefined;
       do {
         wakeAgain = false;
         for (;;) {
@@ -251,6 +249,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
             lastClaimShort = false;
             break;
           }
+          // This claim answers whatever a linger was waiting for.
+          clearTimeout(lingerTimer);
+          lingerTimer = undefined;
           const got = await claimAndLaunch(room);
           lastClaimShort = got < room;
           if (lastClaimShort) break;
@@ -262,6 +263,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       else if (running) armTimer(config.pollMs);
     } catch (err) {
       deps.log?.error({ err }, 'claiming deliveries failed; trying again shortly');
+      // Nothing is known about what is due: answers claim at once again.
+      lastClaimShort = false;
       if (running) armTimer(config.pollMs);
     }
   }
@@ -292,6 +295,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       lingerTimer = undefined;
       wake();
     }, SHORT_CLAIM_LINGER_MS);
+    lingerTimer.unref();
   }
 
   function wake(): void {

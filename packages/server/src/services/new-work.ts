@@ -27,8 +27,9 @@ export const NOTIFY_WINDOW_MS = 10;
  * delivers a fresh event within milliseconds), and the pokes made while it
  * is sent or in the NOTIFY_WINDOW_MS after share a single follow-up at the
  * end of the window (see BENCHMARKS.md, sixth session).
- * A dispatcher that is busy also claims when its answers come in (at most
- * 20 ms later: see SHORT_CLAIM_LINGER_MS). Nothing is lost if a
+ * A dispatcher that is busy also claims when its answers come in (about
+ * 20 ms after the first, plus any claim already running: see
+ * SHORT_CLAIM_LINGER_MS). Nothing is lost if a
  * notification is: the dispatchers also poll.
  */
 const notifiers = new WeakMap<Db, () => void>();
