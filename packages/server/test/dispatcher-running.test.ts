@@ -1,5 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
 import { TLS } from './helpers/tls.ts';
@@ -9,7 +10,6 @@ import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { rotateSecret } from '../src/services/endpoints.ts';
 import { pruneAttempts } from '../src/storage/queries/record-results.ts';
-import { randomUUID } from 'node:crypto';
 
 for (const engine of ENGINES) {
   describe(`the running dispatcher [${engine}]`, () => {
@@ -154,7 +154,7 @@ for (const engine of ENGINES) {
       });
       const dispatcher = createDispatcher({ ...h.deps, db: flaky, config: testDispatcherConfig(), random: () => 0.5, connect: { ca: TLS.ca } });
       try {
-        const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+        await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
         await h.api('POST', '/v1/events/batch', { events: Array.from({ length: 110 }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
         for (let i = 0; i < 15; i++) {
           await dispatcher.tick();
