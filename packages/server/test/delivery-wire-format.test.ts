@@ -5,7 +5,8 @@ import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.t
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+// Version 7 (time-ordered, RFC 9562): docs/decisions/0009.
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 for (const engine of ENGINES) {
   describe(`wire format as SPEC.md writes it [${engine}]`, () => {
@@ -40,7 +41,8 @@ for (const engine of ENGINES) {
       assert.equal(req.headers['user-agent'], 'Service-Webhooks/1.0');
       assert.equal(req.headers['x-service-event'], 'alarm.created');
       assert.equal(req.headers['x-service-event-id'], published.json.id);
-      assert.match(String(req.headers['x-service-delivery-id']), UUID);
+      assert.match(String(req.headers['x-service-delivery-id']), UUID_V7);
+      assert.match(published.json.id, UUID_V7, 'an event id Herald chose');
       const ts = String(req.headers['x-service-timestamp']);
       assert.match(ts, /^\d+$/);
       assert.equal(Number(ts), Math.floor(h.clock.now().getTime() / 1000));

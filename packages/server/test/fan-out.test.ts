@@ -107,6 +107,23 @@ for (const engine of ENGINES) {
       assert.equal(pending.attempts, 0);
     });
 
+    test('delivery ids are time-ordered: version 7, the event\'s acceptance time in their first 48 bits', async () => {
+      const idsOf = async (eventId: string) =>
+        (await h.db.query<{ id: string }>('SELECT id FROM deliveries WHERE event_id = $1', [eventId])).rows.map((r) => r.id);
+      const msOf = (uuid: string) => parseInt(uuid.replaceAll('-', '').slice(0, 12), 16);
+      const first = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      const firstAt = h.clock.now().getTime();
+      h.clock.advance(1500);
+      const second = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      const [early, late] = [await idsOf(first.json.id), await idsOf(second.json.id)];
+      assert.equal(early.length, 3);
+      for (const id of [...early, ...late]) assert.match(id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.deepEqual(early.map(msOf), [firstAt, firstAt, firstAt]);
+      assert.deepEqual(late.map(msOf), [firstAt + 1500, firstAt + 1500, firstAt + 1500]);
+      assert.ok(late.every((l) => early.every((e) => l > e)), 'a later event\'s deliveries sort after an earlier one\'s');
+      assert.equal(new Set([...early, ...late]).size, 6);
+    });
+
     test('subscriptions changed by update apply to the next event', async () => {
       await h.api('PATCH', `/v1/endpoints/${ep.shipments}`, { event_types: ['shipment.completed'] });
       const created = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 3 } });

@@ -125,7 +125,9 @@ for (const engine of ENGINES) {
       const a = await h.api('POST', '/v1/events', body);
       const b = await h.api('POST', '/v1/events', body);
       assert.notEqual(a.json.id, b.json.id);
-      assert.match(a.json.id, /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      // Version 7, time-ordered (docs/decisions/0009), and rising from one publish to the next.
+      assert.match(a.json.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+      assert.ok(b.json.id > a.json.id);
       assert.equal(a.json.duplicate, false);
       assert.equal(b.json.duplicate, false);
     });

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { v7 as uuidv7 } from 'uuid';
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
 import { catalogTypes } from './catalog.ts';
@@ -52,7 +52,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
     } else {
       errors.push(...deps.validator.check(type.schema, input.data, `${at}data`));
     }
-    const id = typeof input.id === 'string' ? input.id.toLowerCase() : randomUUID();
+    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidv7();
     checked.push({ id, type: String(input.type), data: input.data, hash: requestHash(String(input.type), input.data) });
   });
   if (errors.length > 0) {

@@ -1,5 +1,5 @@
-import { randomUUID } from 'node:crypto';
 import type { Agent } from 'undici';
+import { v7 as uuidv7 } from 'uuid';
 import { unixSeconds } from '../core/clock.ts';
 import { serialiseEnvelope } from '../core/envelope.ts';
 import { classifyOutcome } from '../core/outcome.ts';
@@ -55,8 +55,8 @@ export async function sendTestEvent(
   }
 
   const startedAt = deps.clock();
-  const eventId = randomUUID();
-  const attemptId = randomUUID();
+  const eventId = uuidv7();
+  const attemptId = uuidv7();
   const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
   const headers = buildRequestHeaders({
     eventType: type,

@@ -89,7 +89,7 @@ export async function requeueDelivery(db: Queryable, id: string, now: Date): Pro
 export async function insertDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string; now: Date }): Promise<DeliveryRow> {
   const { rows } = await db.query<DeliveryRow>(
     `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-     VALUES (gen_random_uuid(), $1, $2, $3, 'pending', $4, $4, $4) RETURNING ${DELIVERY_COLUMNS}`,
+     VALUES (herald_uuid_v7($4), $1, $2, $3, 'pending', $4, $4, $4) RETURNING ${DELIVERY_COLUMNS}`,
     [p.accountId, p.eventId, p.endpointId, p.now],
   );
   return rows[0]!;

@@ -56,7 +56,7 @@ export async function insertEventsWithDeliveries(db: Queryable, given: readonly 
        RETURNING account_id, id, type, created_at
      ), dl AS (
        INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-       SELECT gen_random_uuid(), ev.account_id, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END,
+       SELECT herald_uuid_v7(ev.created_at), ev.account_id, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END,
               ev.created_at, ev.created_at, ev.created_at
          FROM ev JOIN endpoints ep ON ep.account_id = ev.account_id AND ev.type = ANY (ep.event_types)
           -- What a foreign key would check (docs/decisions/0008): an endpoint
@@ -73,7 +73,7 @@ export async function insertEventsWithDeliveries(db: Queryable, given: readonly 
       events.map((e) => e.body.toString('base64')),
       events.map((e) => e.requestHash.toString('base64')),
     ],
-    { name: 'herald_publish_v2' },
+    { name: 'herald_publish_v3' },
   );
   return { inserted: new Set(rows.map((r) => eventKey(r.account_id, r.id))), pending: rows[0]?.pending ?? 0 };
 }
