@@ -1,7 +1,7 @@
 import type { Agent } from 'undici';
-import { v7 as uuidv7 } from 'uuid';
 import type { DispatcherConfig } from '../config.ts';
 import { unixSeconds } from '../core/clock.ts';
+import { uuidV7 } from '../core/ids.ts';
 import { classifyOutcome } from '../core/outcome.ts';
 import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
 import { decryptSecret } from '../core/secrets.ts';
@@ -125,7 +125,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (!claim.enabled) return finish(claim, 'skipped', { status: null, error: 'endpoint disabled', attempt: null });
 
     const startedAt = clock();
-    const attemptId = uuidv7();
+    const attemptId = uuidV7();
     const headers = buildRequestHeaders({
       eventType: claim.type,
       eventId: claim.event_id,

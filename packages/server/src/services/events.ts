@@ -1,6 +1,6 @@
-import { v7 as uuidv7 } from 'uuid';
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
+import { uuidV7 } from '../core/ids.ts';
 import { catalogTypes } from './catalog.ts';
 import { announceNewWork } from './new-work.ts';
 import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
@@ -52,7 +52,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
     } else {
       errors.push(...deps.validator.check(type.schema, input.data, `${at}data`));
     }
-    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidv7();
+    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidV7();
     checked.push({ id, type: String(input.type), data: input.data, hash: requestHash(String(input.type), input.data) });
   });
   if (errors.length > 0) {

@@ -1,6 +1,6 @@
 import type { Agent } from 'undici';
-import { v7 as uuidv7 } from 'uuid';
 import { unixSeconds } from '../core/clock.ts';
+import { uuidV7 } from '../core/ids.ts';
 import { serialiseEnvelope } from '../core/envelope.ts';
 import { classifyOutcome } from '../core/outcome.ts';
 import { decryptSecret } from '../core/secrets.ts';
@@ -55,8 +55,8 @@ export async function sendTestEvent(
   }
 
   const startedAt = deps.clock();
-  const eventId = uuidv7();
-  const attemptId = uuidv7();
+  const eventId = uuidV7();
+  const attemptId = uuidV7();
   const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
   const headers = buildRequestHeaders({
     eventType: type,

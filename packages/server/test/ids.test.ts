@@ -1,0 +1,35 @@
+import { describe, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { uuidV7 } from '../src/core/ids.ts';
+
+const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
+const msOf = (uuid: string) => parseInt(uuid.replaceAll('-', '').slice(0, 12), 16);
+
+describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
+  test('version 7, the RFC variant, and the time in milliseconds in the first 48 bits', () => {
+    for (const ms of [0, 1, Date.parse('2026-11-20T08:00:00.123Z'), 2 ** 48 - 1]) {
+      const id = uuidV7(ms);
+      assert.match(id, UUID_V7);
+      assert.equal(msOf(id), ms);
+    }
+    assert.equal(uuidV7(0).slice(0, 13), '00000000-0000');
+    assert.equal(uuidV7(2 ** 48 - 1).slice(0, 13), 'ffffffff-ffff');
+  });
+
+  test('by default the current time; a later millisecond sorts after an earlier one', () => {
+    const before = Date.now();
+    const id = uuidV7();
+    const after = Date.now();
+    assert.ok(msOf(id) >= before && msOf(id) <= after);
+    assert.ok(uuidV7(before + 1) > uuidV7(before));
+  });
+
+  test('74 random bits: no two alike in 100,000 made in the same millisecond', () => {
+    const ms = Date.now();
+    const ids = new Set(Array.from({ length: 100_000 }, () => uuidV7(ms)));
+    assert.equal(ids.size, 100_000);
+    // The random part varies in every position it owns.
+    const sample = [...ids].slice(0, 200);
+    for (const at of [15, 16, 17, 20, 21, 22, 24, 30, 35]) assert.ok(new Set(sample.map((s) => s[at])).size > 4, `position ${at}`);
+  });
+});
