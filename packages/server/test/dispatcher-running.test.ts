@@ -144,6 +144,49 @@ for (const engine of ENGINES) {
       }
     });
 
+    test('a run deletes from a little behind the last cutoff on; attempts further back wait for the minutely full run', async () => {
+      const h = await createTestHerald(engine);
+      const receiver = await startReceiver();
+      try {
+        const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
+        const publish = (n: number) => h.api('POST', '/v1/events/batch', { events: Array.from({ length: n }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
+        const deliverAll = async () => {
+          for (let i = 0; i < 15; i++) {
+            await h.dispatcher.tick();
+            h.clock.advance(1000);
+          }
+        };
+        const count = async () =>
+          (await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts WHERE endpoint_id = $1', [ep.json.id])).rows[0]!.n;
+        await publish(110);
+        await deliverAll();
+        assert.equal(await h.dispatcher.pruneAttempts(), 10, 'the first run of an endpoint takes its whole log');
+        const { rows } = await h.db.query<{ at: Date }>('SELECT min(started_at) AS at FROM attempts WHERE endpoint_id = $1', [ep.json.id]);
+        const cutoff = rows[0]!.at.getTime();
+        // Two attempts written late: one started 1 s before the cutoff (inside the margin), one 3 s before.
+        for (const behind of [1000, 3000]) {
+          await h.db.query(
+            `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
+             VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'shipment.created', 1, $3, 5, 'succeeded', '{}')`,
+            [h.accountId, ep.json.id, new Date(cutoff - behind)],
+          );
+        }
+        await publish(5);
+        await deliverAll();
+        assert.equal(await count(), 107);
+        assert.equal(await h.dispatcher.pruneAttempts(), 6, 'five older kept ones and the late attempt inside the margin');
+        assert.equal(await count(), 101, 'the attempt 3 s behind the cutoff is left');
+        h.clock.advance(60_000);
+        await publish(1);
+        await deliverAll();
+        assert.equal(await h.dispatcher.pruneAttempts(), 2, 'the full run takes it, and the one the new attempt pushed out');
+        assert.equal(await count(), 100);
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
+
     test('a prune that fails keeps its endpoints for the next run', async () => {
       const h = await createTestHerald(engine);
       const receiver = await startReceiver();

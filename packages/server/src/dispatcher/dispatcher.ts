@@ -18,7 +18,18 @@ export { ATTEMPTS_KEPT };
 
 const SECRETS_CACHED = 10_000;
 /** How often the attempt log of the endpoints sent to since the last time is trimmed to ATTEMPTS_KEPT. */
-const PRUNE_EVERY_MS = 10_000;
+const PRUNE_EVERY_MS = 1_000;
+/**
+ * A run deletes only attempts that started at most this long before the
+ * oldest attempt the previous run kept: what lies further back was deleted
+ * then (its index entries are dead, and walking them again each second cost
+ * the burst 3 to 5 %). The margin covers attempts that started before that
+ * cutoff and were written after the run (slow answers); anything older still,
+ * a timed-out attempt say, is left to the full run.
+ */
+const PRUNE_MARGIN_MS = 2_000;
+/** How often a run takes each endpoint's whole log, whatever the previous run kept. */
+const FULL_PRUNE_EVERY_MS = 60_000;
 /**
  * After a claim that found fewer due deliveries than it had room for, an
  * answer or a written result waits this long before it claims again, so
@@ -316,11 +327,26 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // One prune at a time: the timer's, tests' and shutdown's runs queue
   // behind each other (two at once could lock the same rows in turn).
   let pruning: Promise<unknown> = Promise.resolve();
+  // Per endpoint, the start time of the oldest attempt the last run kept.
+  let cutoffs = new Map<string, Date>();
+  let fullPruneAt = clock().getTime();
   function prune(): Promise<number> {
     const run = pruning.then(async () => {
       const ids = recorder.takeTouched();
+      const now = clock().getTime();
+      const since = new Map<string, Date>();
+      if (now - fullPruneAt >= FULL_PRUNE_EVERY_MS) {
+        // Forget endpoints not sent to lately, too.
+        cutoffs = new Map();
+        fullPruneAt = now;
+      } else {
+        for (const id of ids) {
+          const cutoff = cutoffs.get(id);
+          if (cutoff) since.set(id, new Date(cutoff.getTime() - PRUNE_MARGIN_MS));
+        }
+      }
       try {
-        return await pruneAttempts(db, ids, ATTEMPTS_KEPT);
+        return await pruneAttempts(db, ids, ATTEMPTS_KEPT, { since, cutoffs });
       } catch (err) {
         // Their attempts are still there: the next run tries them again.
         recorder.retouch(ids);
@@ -365,10 +391,9 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     async start() {
       running = true;
       unlisten = await db.listen(DELIVERIES_CHANNEL, wake);
-      // Every 10 s: once a second made each run small (20 to 50 ms instead of
-      // up to half a second), but cost the burst 3 to 5 % more of the machine
-      // per delivery (BENCHMARKS.md, ninth session). A run still going when
-      // the next is due is not doubled.
+      // Every second, so that no run is large (every 10 s, a run took up to
+      // half a second of the database: BENCHMARKS.md, ninth and tenth
+      // sessions). A run still going when the next is due is not doubled.
       let timerRun: Promise<unknown> | undefined;
       pruneTimer = setInterval(() => {
         timerRun ??= prune()

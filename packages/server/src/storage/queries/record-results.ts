@@ -232,7 +232,13 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
 /**
  * Keeps the newest `keep` attempts of each endpoint given (newest by
  * started_at, ties broken by id, the lower kept): by the dispatcher every
- * 10 s, off the delivery path, and after each test send.
+ * second, off the delivery path, and after each test send.
+ *
+ * `since` bounds the delete per endpoint: attempts that started before it are
+ * left alone (the dispatcher passes a little less than the previous run's
+ * cutoff, so a run does not walk the index entries of rows it deleted before).
+ * `cutoffs` receives, for each endpoint with at least `keep` attempts, the
+ * start time of the oldest attempt kept.
  *
  * Per endpoint: the oldest attempt kept is found through the endpoint's
  * index (the keep-th newest), and the rows behind it are deleted through the
@@ -244,29 +250,43 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
  * table, and they mark the dead entries they pass, so the next run skips
  * them without visiting the table. Figures in BENCHMARKS.md, ninth session.
  */
-export async function pruneAttempts(db: Db, endpointIds: readonly string[], keep: number): Promise<number> {
+export async function pruneAttempts(
+  db: Db,
+  endpointIds: readonly string[],
+  keep: number,
+  options: { since?: ReadonlyMap<string, Date>; cutoffs?: Map<string, Date> } = {},
+): Promise<number> {
   if (endpointIds.length === 0) return 0;
   if (!Number.isInteger(keep) || keep < 1) throw new RangeError(`keep must be a positive integer, got ${keep}`);
   // In one order in every process, so two workers pruning the same endpoints
   // wait for each other instead of deadlocking.
   const ids = [...new Set(endpointIds)].sort();
+  const since = ids.map((id) => options.since?.get(id) ?? null);
   return db.transaction(async (tx) => {
     await tx.query('SET LOCAL enable_seqscan = off');
     await tx.query('SET LOCAL enable_bitmapscan = off');
-    const { rowCount } = await tx.query(
-      `DELETE FROM attempts a
-        USING unnest($1::uuid[]) AS e (endpoint_id)
-        CROSS JOIN LATERAL (
-          SELECT k.started_at, k.id FROM attempts k
-           WHERE k.endpoint_id = e.endpoint_id
-           ORDER BY k.started_at DESC, k.id
-           OFFSET $2 - 1 LIMIT 1
-        ) oldest_kept
-        WHERE a.endpoint_id = e.endpoint_id
-          AND a.started_at <= oldest_kept.started_at
-          AND (a.started_at < oldest_kept.started_at OR a.id > oldest_kept.id)`,
-      [ids, keep],
+    const { rows } = await tx.query<{ endpoint_id: string; started_at: Date; deleted: number }>(
+      `WITH oldest_kept AS MATERIALIZED (
+         SELECT e.endpoint_id, e.since, k.started_at, k.id
+           FROM unnest($1::uuid[], $3::timestamptz[]) AS e (endpoint_id, since)
+          CROSS JOIN LATERAL (
+            SELECT k.started_at, k.id FROM attempts k
+             WHERE k.endpoint_id = e.endpoint_id
+             ORDER BY k.started_at DESC, k.id
+             OFFSET $2 - 1 LIMIT 1
+          ) k
+       ), gone AS (
+         DELETE FROM attempts a USING oldest_kept o
+          WHERE a.endpoint_id = o.endpoint_id
+            AND a.started_at <= o.started_at
+            AND a.started_at >= COALESCE(o.since, '-infinity')
+            AND (a.started_at < o.started_at OR a.id > o.id)
+         RETURNING 1
+       )
+       SELECT o.endpoint_id, o.started_at, (SELECT count(*) FROM gone)::int AS deleted FROM oldest_kept o`,
+      [ids, keep, since],
     );
-    return rowCount;
+    for (const r of rows) options.cutoffs?.set(r.endpoint_id, r.started_at);
+    return rows[0]?.deleted ?? 0;
   });
 }
