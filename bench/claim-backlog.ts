@@ -27,19 +27,19 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
   return withScratchDatabase(opts['database-url']!, 'claim', [capped, other], async (db) => {
     const event = (
       await db.query<{ id: string }>(
-        `INSERT INTO events (account_id, id, type, created_at, body, request_hash) VALUES ($1, gen_random_uuid(), 'shipment.created', now(), '\\x7b7d', '\\x00') RETURNING id`,
+        `INSERT INTO events (account_id, id, type, created_at, body, request_hash) VALUES ($1, herald_uuid_v7(now()), 'shipment.created', now(), '\\x7b7d', '\\x00') RETURNING id`,
         [account],
       )
     ).rows[0]!.id;
     // The capped endpoint's backlog: due an hour ago onwards, so it is the head of the due order.
     await db.query(
       `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 hour' + i * interval '1 ms', now(), now() FROM generate_series(1, $4::int) i ORDER BY random()`,
+       SELECT herald_uuid_v7(now()), $1, $2, $3, 'pending', now() - interval '1 hour' + i * interval '1 ms', now(), now() FROM generate_series(1, $4::int) i ORDER BY random()`,
       [account, event, capped, backlog],
     );
     await db.query(
       `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, $2, $3, 'pending', now() - interval '1 minute', now(), now() FROM generate_series(1, 10)`,
+       SELECT herald_uuid_v7(now()), $1, $2, $3, 'pending', now() - interval '1 minute', now(), now() FROM generate_series(1, 10)`,
       [account, event, other],
     );
     await db.query('VACUUM ANALYZE deliveries');

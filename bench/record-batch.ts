@@ -12,8 +12,9 @@
  *
  *   npm run bench:record -- --deliveries 20000 --batch 64 --rounds 3
  */
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
+import { uuidV7 } from '../packages/server/src/core/ids.ts';
 import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../packages/server/src/storage/queries/record-results.ts';
 import { BENCH_ACCOUNT, COST_HEADER, costRow, measureServer, withScratchDatabase } from './scratch-database.ts';
 
@@ -39,11 +40,11 @@ await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db)
     const { rows: leased } = await db.query<{ id: string; endpoint_id: string; event_id: string; lease_token: string }>(
       `WITH ev AS (
          INSERT INTO events (account_id, id, type, created_at, body, request_hash)
-         SELECT $1, gen_random_uuid(), 'shipment.created', now(), $2, '\\x00' FROM generate_series(1, $3::int / 10)
+         SELECT $1, herald_uuid_v7(now()), 'shipment.created', now(), $2, '\\x00' FROM generate_series(1, $3::int / 10)
          RETURNING id
        )
        INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, attempts, lease_token, created_at, updated_at)
-       SELECT gen_random_uuid(), $1, ev.id, ep, 'pending', now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
+       SELECT herald_uuid_v7(now()), $1, ev.id, ep, 'pending', now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
          FROM ev CROSS JOIN unnest($4::uuid[]) AS ep
        RETURNING id, endpoint_id, event_id, lease_token::text`,
       [account, body, DELIVERIES, endpoints],
@@ -57,7 +58,7 @@ await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db)
       batches.push({
         updates: slice.map((d) => ({ id: d.id, leaseToken: Number(d.lease_token), state: 'succeeded', nextAttemptAt: now, lastStatus: 204, lastError: null })),
         attempts: slice.map((d) => ({
-          id: randomUUID(),
+          id: uuidV7(),
           accountId: account,
           endpointId: d.endpoint_id,
           deliveryId: d.id,

@@ -159,6 +159,9 @@ for (const engine of ENGINES) {
         const second = (await h.api('POST', '/v1/endpoints', { url: late.url, event_types: ['alarm.created'] })).json;
         const backfill = await h.api('POST', `/v1/events/${event.id}/redeliver`, { endpoint_id: second.id });
         assert.equal(backfill.status, 202);
+        // A new delivery: a time-ordered id stamped with the time of the redelivery (docs/decisions/0009).
+        assert.match(backfill.json.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+        assert.equal(parseInt(backfill.json.id.replaceAll('-', '').slice(0, 12), 16), h.clock.now().getTime());
         await h.drain({ advanceMs: 10 });
         assert.equal(late.requests.length, 1);
         assert.equal(late.requests[0]!.headers['x-service-event-id'], event.id);

@@ -42,6 +42,8 @@ for (const engine of ENGINES) {
       assert.equal(req.headers['x-service-event'], 'alarm.created');
       assert.equal(req.headers['x-service-event-id'], published.json.id);
       assert.match(String(req.headers['x-service-delivery-id']), UUID_V7);
+      // Its first 48 bits are the attempt's start, in milliseconds.
+      assert.equal(parseInt(String(req.headers['x-service-delivery-id']).replaceAll('-', '').slice(0, 12), 16), h.clock.now().getTime());
       assert.match(published.json.id, UUID_V7, 'an event id Herald chose');
       const ts = String(req.headers['x-service-timestamp']);
       assert.match(ts, /^\d+$/);

@@ -71,6 +71,7 @@ for (const engine of ENGINES) {
       const req = receiver.requests[before]!;
       assert.equal(req.headers['x-service-event'], 'webhook.test');
       assert.equal(req.headers['x-service-delivery-id'], res.json.id);
+      assert.match(res.json.id, /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       verifySync({ body: req.body, headers: req.headers, secret: endpoint.secret, now: sentAt(req) });
       const body = JSON.parse(req.body.toString('utf8'));
       assert.equal(body.type, 'webhook.test');

@@ -16,6 +16,12 @@ describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
     assert.equal(uuidV7(2 ** 48 - 1).slice(0, 13), 'ffffffff-ffff');
   });
 
+  test('a time that does not fit 48 bits of whole milliseconds is refused, not wrapped', () => {
+    for (const ms of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 48]) {
+      assert.throws(() => uuidV7(ms), RangeError, String(ms));
+    }
+  });
+
   test('by default the current time; a later millisecond sorts after an earlier one', () => {
     const before = Date.now();
     const id = uuidV7();

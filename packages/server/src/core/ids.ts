@@ -13,6 +13,7 @@ import { randomUUID } from 'node:crypto';
  * 0.4 % for this (BENCHMARKS.md, tenth session).
  */
 export function uuidV7(ms: number = Date.now()): string {
+  if (!Number.isSafeInteger(ms) || ms < 0 || ms >= 2 ** 48) throw new RangeError(`a UUID v7 needs whole milliseconds from 0 to 2^48 - 1, got ${ms}`);
   const time = ms.toString(16).padStart(12, '0');
   // randomUUID(): xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, with the RFC variant in V.
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;

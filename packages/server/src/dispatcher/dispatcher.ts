@@ -136,7 +136,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     if (!claim.enabled) return finish(claim, 'skipped', { status: null, error: 'endpoint disabled', attempt: null });
 
     const startedAt = clock();
-    const attemptId = uuidV7();
+    const attemptId = uuidV7(startedAt.getTime());
     const headers = buildRequestHeaders({
       eventType: claim.type,
       eventId: claim.event_id,

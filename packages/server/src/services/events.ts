@@ -37,6 +37,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
   const types = await catalogTypes(deps.db, names);
   const errors: FieldError[] = [];
   const checked: Checked[] = [];
+  const now = deps.clock().getTime();
   inputs.forEach((input, i) => {
     const at = prefix(i);
     if (input.id !== undefined && (typeof input.id !== 'string' || !UUID.test(input.id))) {
@@ -52,7 +53,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
     } else {
       errors.push(...deps.validator.check(type.schema, input.data, `${at}data`));
     }
-    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidV7();
+    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidV7(now);
     checked.push({ id, type: String(input.type), data: input.data, hash: requestHash(String(input.type), input.data) });
   });
   if (errors.length > 0) {

@@ -55,8 +55,8 @@ export async function sendTestEvent(
   }
 
   const startedAt = deps.clock();
-  const eventId = uuidV7();
-  const attemptId = uuidV7();
+  const eventId = uuidV7(startedAt.getTime());
+  const attemptId = uuidV7(startedAt.getTime());
   const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
   const headers = buildRequestHeaders({
     eventType: type,
