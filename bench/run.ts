@@ -83,6 +83,9 @@ function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(ful
   });
 }
 
+const START_TIMEOUT_MS = 60_000;
+const STOP_TIMEOUT_MS = 30_000;
+
 function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
   const profile = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : [];
   const child = spawn(process.execPath, [...nodeArgs, ...profile, CLI, ...args], {
@@ -91,11 +94,22 @@ function herald(args: string[], env: Record<string, string>): Promise<{ child: C
   });
   let err = '';
   return new Promise((resolve, reject) => {
+    // A process that neither comes up nor exits (stuck on a lock, say) fails the bench instead of hanging it.
+    const stuck = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`herald ${args.join(' ')} did not start within ${START_TIMEOUT_MS / 1000} s:\n${err}`));
+    }, START_TIMEOUT_MS);
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
-      if (err.includes('First steps')) resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '' });
+      if (err.includes('First steps')) {
+        clearTimeout(stuck);
+        resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '' });
+      }
     });
-    child.on('exit', (code) => reject(new Error(`herald ${args.join(' ')} exited ${code}:\n${err}`)));
+    child.on('exit', (code) => {
+      clearTimeout(stuck);
+      reject(new Error(`herald ${args.join(' ')} exited ${code}:\n${err}`));
+    });
   });
 }
 
@@ -279,7 +293,12 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
         () =>
           new Promise<void>((r) => {
             if (child.exitCode !== null || child.signalCode !== null) return r();
-            child.once('exit', () => r());
+            // Herald's own shutdown grace is 15 s; one that outlives it by far is killed.
+            const kill = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
+            child.once('exit', () => {
+              clearTimeout(kill);
+              r();
+            });
             child.kill('SIGTERM');
           }),
       );
