@@ -92,11 +92,22 @@ for (const engine of ENGINES) {
       assert.deepEqual(pages, [2, 2, 1]);
       assert.deepEqual(seen, ids);
 
+      // The endpoint a cursor names is deleted before the next page is asked for: paging goes on after it.
+      const first = await h.api('GET', '/v1/endpoints?limit=2', undefined, apiKey);
+      assert.equal((await h.api('DELETE', `/v1/endpoints/${ids[1]}`, undefined, apiKey)).status, 204);
+      const next = await h.api('GET', `/v1/endpoints?limit=2&cursor=${first.json.next_cursor}`, undefined, apiKey);
+      assert.equal(next.status, 200);
+      assert.deepEqual(next.json.data.map((e: { id: string }) => e.id), ids.slice(2, 4));
+      // A bare id, the cursor of earlier versions, still pages.
+      const legacy = await h.api('GET', `/v1/endpoints?limit=2&cursor=${ids[2]}`, undefined, apiKey);
+      assert.deepEqual(legacy.json.data.map((e: { id: string }) => e.id), ids.slice(3, 5));
+      ids.splice(1, 1);
+
       const all = await h.api('GET', '/v1/endpoints', undefined, apiKey);
       assert.deepEqual(all.json.data.map((e: { id: string }) => e.id), ids, 'default page size covers them');
       assert.equal(all.json.next_cursor, null);
-      const exact = await h.api('GET', '/v1/endpoints?limit=5', undefined, apiKey);
-      assert.equal(exact.json.data.length, 5);
+      const exact = await h.api('GET', '/v1/endpoints?limit=4', undefined, apiKey);
+      assert.equal(exact.json.data.length, 4);
       assert.equal(exact.json.next_cursor, null, 'no next page when the last page is exactly full');
     });
 

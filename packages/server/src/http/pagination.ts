@@ -1,4 +1,5 @@
 import { invalidField } from '../errors.ts';
+import type { PageAfter } from '../storage/queries/paging.ts';
 
 export const pageQueryProperties = {
   limit: { type: 'string', pattern: '^[0-9]+$', description: 'Items per page, 1 to 100 (default 20).' },
@@ -15,17 +16,27 @@ function parseLimit(limit: string | undefined, max = 100): number {
 
 const badCursor = () => invalidField('query.cursor', 'is not a cursor returned by this API; start again without it');
 
-/** Pages ordered by creation, oldest first: the cursor is the last id. */
-export function parsePage(query: { limit?: string; cursor?: string }): { limit: number; after?: string } {
+/**
+ * Pages ordered by creation, oldest first. The cursor carries the last row's
+ * creation time (to the microsecond) and id (opaque base64url), so paging goes
+ * on when that row has been deleted since the previous page. A bare id, the
+ * older form, is still read.
+ */
+export function parsePage(query: { limit?: string; cursor?: string }): { limit: number; after?: PageAfter } {
   const limit = parseLimit(query.limit);
-  if (query.cursor !== undefined && !/^[0-9a-f-]{36}$/i.test(query.cursor)) throw badCursor();
-  return { limit, after: query.cursor };
+  if (query.cursor === undefined) return { limit };
+  if (/^[0-9a-f-]{36}$/i.test(query.cursor)) return { limit, after: { id: query.cursor } };
+  const m = /^(\d{1,17})\.([0-9a-f-]{36})$/i.exec(Buffer.from(query.cursor, 'base64url').toString('latin1'));
+  if (!m) throw badCursor();
+  return { limit, after: { micros: m[1]!, id: m[2]! } };
 }
 
-/** Fetch one extra row to know whether a next page exists. */
-export function pageOf<T extends { id: string }>(rows: T[], limit: number): { items: T[]; next_cursor: string | null } {
-  const items = rows.slice(0, limit);
-  return { items, next_cursor: rows.length > limit ? items[items.length - 1]!.id : null };
+/** Fetch one extra row to know whether a next page exists; `position` is the row's creation time in microseconds. */
+export function pageOf<T extends { id: string; position: string }>(rows: T[], limit: number): { items: Omit<T, 'position'>[]; next_cursor: string | null } {
+  const page = rows.slice(0, limit);
+  const last = page[page.length - 1];
+  const next_cursor = rows.length > limit && last ? Buffer.from(`${last.position}.${last.id}`, 'latin1').toString('base64url') : null;
+  return { items: page.map(({ position: _, ...row }) => row), next_cursor };
 }
 
 /**

@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.ts';
+import { pageInCreationOrder, pageParams, type PageAfter } from './paging.ts';
 
 export interface ApiKeyRow {
   id: string;
@@ -27,17 +28,9 @@ export async function findApiKeyByPrefix(db: Queryable, prefix: string): Promise
   return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [prefix])).rows[0];
 }
 
-/** An account's keys in creation order; a page of them when `page` is given (`after`: the last id of the previous page). */
-export async function listApiKeys(db: Queryable, accountId: string, page?: { limit: number; after?: string }): Promise<ApiKeyRow[]> {
-  return (
-    await db.query<ApiKeyRow>(
-      `SELECT ${COLUMNS} FROM api_keys
-        WHERE account_id = $1
-          AND ($2::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM api_keys WHERE id = $2::uuid AND account_id = $1))
-        ORDER BY created_at, id LIMIT $3`,
-      [accountId, page?.after ?? null, page?.limit ?? null],
-    )
-  ).rows;
+/** An account's keys in creation order; a page of them when `page` is given (after the previous page's last row). */
+export async function listApiKeys(db: Queryable, accountId: string, page?: { limit: number; after?: PageAfter }): Promise<Array<ApiKeyRow & { position: string }>> {
+  return (await db.query<ApiKeyRow & { position: string }>(pageInCreationOrder('api_keys', COLUMNS), pageParams(accountId, { limit: page?.limit ?? null, after: page?.after }))).rows;
 }
 
 /** Revokes by id or by visible prefix; returns the row, or undefined when none matched. */

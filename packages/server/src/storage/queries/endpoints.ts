@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db.ts';
+import { pageInCreationOrder, pageParams, type PageAfter } from './paging.ts';
 
 export interface EndpointRow {
   id: string;
@@ -35,15 +36,9 @@ export async function getEndpoint(db: Queryable, accountId: string, id: string):
   return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
 
-/** One page in creation order; `after` is the last id of the previous page. */
-export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: string }): Promise<EndpointRow[]> {
-  const { rows } = await db.query<EndpointRow>(
-    `SELECT ${COLUMNS} FROM endpoints
-      WHERE account_id = $1
-        AND ($2::uuid IS NULL OR (created_at, id) > (SELECT created_at, id FROM endpoints WHERE id = $2::uuid AND account_id = $1))
-      ORDER BY created_at, id LIMIT $3`,
-    [accountId, page.after ?? null, page.limit],
-  );
+/** One page in creation order, after the previous page's last row; each with its `position` for the next cursor. */
+export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: PageAfter }): Promise<Array<EndpointRow & { position: string }>> {
+  const { rows } = await db.query<EndpointRow & { position: string }>(pageInCreationOrder('endpoints', COLUMNS), pageParams(accountId, page));
   return rows;
 }
 
