@@ -24,8 +24,10 @@ const PRUNE_EVERY_MS = 1_000;
  * oldest attempt the previous run kept: what lies further back was deleted
  * then (its index entries are dead, and walking them again each second cost
  * the burst 3 to 5 %). The margin covers attempts that started before that
- * cutoff and were written after the run (slow answers); anything older still,
- * a timed-out attempt say, is left to the full run.
+ * cutoff and were written after the run (slow answers); anything older still
+ * (a timed-out attempt, or one from a worker whose clock is behind) is left
+ * to the full run: once a minute and at shutdown, of every endpoint sent to
+ * or remembered since the last full run.
  */
 const PRUNE_MARGIN_MS = 2_000;
 /** How often a run takes each endpoint's whole log, whatever the previous run kept. */
@@ -330,13 +332,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // Per endpoint, the start time of the oldest attempt the last run kept.
   let cutoffs = new Map<string, Date>();
   let fullPruneAt = clock().getTime();
-  function prune(): Promise<number> {
+  function prune(options: { full?: boolean } = {}): Promise<number> {
     const run = pruning.then(async () => {
-      const ids = recorder.takeTouched();
+      let ids = recorder.takeTouched();
       const now = clock().getTime();
       const since = new Map<string, Date>();
-      if (now - fullPruneAt >= FULL_PRUNE_EVERY_MS) {
-        // Forget endpoints not sent to lately, too.
+      // A clock set back counts as a minute gone by.
+      if (options.full || now - fullPruneAt >= FULL_PRUNE_EVERY_MS || now < fullPruneAt) {
+        // Every endpoint remembered as well as those sent to since the last
+        // run: a late attempt of one that has gone quiet is taken now. Then
+        // they are forgotten; the next run of each takes its whole log.
+        ids = [...new Set([...ids, ...cutoffs.keys()])];
         cutoffs = new Map();
         fullPruneAt = now;
       } else {
@@ -380,7 +386,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       await all;
     }
     await recorder.idle();
-    await prune().catch(() => 0);
+    await prune({ full: true }).catch(() => 0);
     await agent.close();
   }
 
@@ -419,6 +425,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       }
       return report;
     },
-    pruneAttempts: prune,
+    pruneAttempts: () => prune(),
   };
 }

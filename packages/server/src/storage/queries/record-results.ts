@@ -237,8 +237,8 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
  * `since` bounds the delete per endpoint: attempts that started before it are
  * left alone (the dispatcher passes a little less than the previous run's
  * cutoff, so a run does not walk the index entries of rows it deleted before).
- * `cutoffs` receives, for each endpoint with at least `keep` attempts, the
- * start time of the oldest attempt kept.
+ * `cutoffs` receives, once the run has committed, for each endpoint with at
+ * least `keep` attempts, the start time of the oldest attempt kept.
  *
  * Per endpoint: the oldest attempt kept is found through the endpoint's
  * index (the keep-th newest), and the rows behind it are deleted through the
@@ -262,10 +262,10 @@ export async function pruneAttempts(
   // wait for each other instead of deadlocking.
   const ids = [...new Set(endpointIds)].sort();
   const since = ids.map((id) => options.since?.get(id) ?? null);
-  return db.transaction(async (tx) => {
+  const rows = await db.transaction(async (tx) => {
     await tx.query('SET LOCAL enable_seqscan = off');
     await tx.query('SET LOCAL enable_bitmapscan = off');
-    const { rows } = await tx.query<{ endpoint_id: string; started_at: Date; deleted: number }>(
+    return (await tx.query<{ endpoint_id: string; started_at: Date; deleted: number }>(
       `WITH oldest_kept AS MATERIALIZED (
          SELECT e.endpoint_id, e.since, k.started_at, k.id
            FROM unnest($1::uuid[], $3::timestamptz[]) AS e (endpoint_id, since)
@@ -285,8 +285,9 @@ export async function pruneAttempts(
        )
        SELECT o.endpoint_id, o.started_at, (SELECT count(*) FROM gone)::int AS deleted FROM oldest_kept o`,
       [ids, keep, since],
-    );
-    for (const r of rows) options.cutoffs?.set(r.endpoint_id, r.started_at);
-    return rows[0]?.deleted ?? 0;
+    )).rows;
   });
+  // Only once committed: a run rolled back deleted nothing behind these.
+  for (const r of rows) options.cutoffs?.set(r.endpoint_id, r.started_at);
+  return rows[0]?.deleted ?? 0;
 }
