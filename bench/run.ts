@@ -252,8 +252,21 @@ interface Result {
   machineBusy: number;
 }
 
+type Cleanup = () => Promise<void> | void;
+/** The cleanups of the engine runs going on, so that an interrupted bench stops its processes and drops its database too. */
+const running = new Set<Cleanup[]>();
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      for (const cleanups of running) for (const c of [...cleanups].reverse()) await Promise.resolve().then(c).catch(() => undefined);
+      process.exit(code);
+    })();
+  });
+}
+
 async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 'ceiling'>> {
-  const cleanups: Array<() => Promise<void> | void> = [];
+  const cleanups: Cleanup[] = [];
+  running.add(cleanups);
   try {
     // The receiver listens on loopback, which Herald refuses unless allowed.
     const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
@@ -396,6 +409,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       machineBusy,
     };
   } finally {
+    running.delete(cleanups);
     for (const c of cleanups.reverse()) await c();
   }
 }
