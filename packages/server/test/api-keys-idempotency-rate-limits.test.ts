@@ -53,6 +53,30 @@ for (const engine of ENGINES) {
       assert.ok(!(await h.api('GET', '/v1/api-keys')).json.data.some((k: { id: string }) => k.id === theirs.id));
     });
 
+    test('the list pages with a cursor; a cursor naming another account\'s key, or none, is a 400', async () => {
+      const { apiKey } = await h.newAccount('Many Keys Ltd');
+      const made = [];
+      for (const name of ['one', 'two', 'three']) made.push((await h.api('POST', '/v1/api-keys', { name }, apiKey)).json.id);
+      const seen: string[] = [];
+      let cursor: string | null = null;
+      do {
+        const res = await h.api('GET', `/v1/api-keys?limit=1${cursor ? `&cursor=${cursor}` : ''}`, undefined, apiKey);
+        assert.equal(res.status, 200);
+        assert.ok(res.json.data.every((k: Record<string, unknown>) => !('position' in k)));
+        seen.push(...res.json.data.map((k: { id: string }) => k.id));
+        cursor = res.json.next_cursor;
+      } while (cursor);
+      assert.equal(seen.length, 4, 'the first key and the three made');
+      assert.deepEqual(seen.slice(1), made);
+
+      const mine = (await h.api('GET', '/v1/api-keys')).json.data[0].id;
+      for (const bad of [mine, 'f'.repeat(36), 'junk']) {
+        const res = await h.api('GET', `/v1/api-keys?cursor=${bad}`, undefined, apiKey);
+        assert.equal(res.status, 400, bad);
+        assert.equal(res.json.errors[0].field, 'query.cursor');
+      }
+    });
+
     test('a name is checked', async () => {
       const res = await h.api('POST', '/v1/api-keys', { name: '' });
       assert.equal(res.status, 400);

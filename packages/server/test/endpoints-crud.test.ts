@@ -101,7 +101,21 @@ for (const engine of ENGINES) {
       // A bare id, the cursor of earlier versions, still pages.
       const legacy = await h.api('GET', `/v1/endpoints?limit=2&cursor=${ids[2]}`, undefined, apiKey);
       assert.deepEqual(legacy.json.data.map((e: { id: string }) => e.id), ids.slice(3, 5));
+      // A bare id of a deleted endpoint says so instead of ending the list there.
+      const stale = await h.api('GET', `/v1/endpoints?limit=2&cursor=${ids[1]}`, undefined, apiKey);
+      assert.equal(stale.status, 400);
+      assert.equal(stale.json.code, 'validation_failed');
+      assert.match(stale.json.errors[0].message, /names nothing in this account \(deleted since\?\); start again without it/);
       ids.splice(1, 1);
+
+      // Not cursors, though they look like ids: a clear 400 each, never a database error.
+      const b64 = (s: string) => Buffer.from(s, 'latin1').toString('base64url');
+      for (const bad of ['a'.repeat(36), '-'.repeat(36), 'ab'.repeat(16), b64(`1700000000000000.${'-'.repeat(36)}`), b64(`1.${'f'.repeat(36)}`), 'nonsense', b64('12.')]) {
+        const res = await h.api('GET', `/v1/endpoints?limit=2&cursor=${bad}`, undefined, apiKey);
+        assert.equal(res.status, 400, bad);
+        assert.equal(res.json.code, 'validation_failed', bad);
+        assert.equal(res.json.errors[0].field, 'query.cursor', bad);
+      }
 
       const all = await h.api('GET', '/v1/endpoints', undefined, apiKey);
       assert.deepEqual(all.json.data.map((e: { id: string }) => e.id), ids, 'default page size covers them');

@@ -18,3 +18,10 @@ export function uuidV7(ms: number = Date.now()): string {
   // randomUUID(): xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, with the RFC variant in V.
   return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
 }
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** A UUID in its hyphenated form, as PostgreSQL reads one (36 dashes or 36 hex digits would make it refuse the query). */
+export function isUuid(s: unknown): s is string {
+  return typeof s === 'string' && UUID.test(s);
+}

@@ -1,3 +1,4 @@
+import { isUuid } from '../core/ids.ts';
 import { invalidField } from '../errors.ts';
 import type { PageAfter } from '../storage/queries/paging.ts';
 
@@ -16,6 +17,9 @@ function parseLimit(limit: string | undefined, max = 100): number {
 
 const badCursor = () => invalidField('query.cursor', 'is not a cursor returned by this API; start again without it');
 
+/** A cursor that is a bare id names no row of the account (deleted since): there is no telling where the page after it starts. */
+export const staleCursor = () => invalidField('query.cursor', 'names nothing in this account (deleted since?); start again without it');
+
 /**
  * Pages ordered by creation, oldest first. The cursor carries the last row's
  * creation time (to the microsecond) and id (opaque base64url), so paging goes
@@ -25,9 +29,9 @@ const badCursor = () => invalidField('query.cursor', 'is not a cursor returned b
 export function parsePage(query: { limit?: string; cursor?: string }): { limit: number; after?: PageAfter } {
   const limit = parseLimit(query.limit);
   if (query.cursor === undefined) return { limit };
-  if (/^[0-9a-f-]{36}$/i.test(query.cursor)) return { limit, after: { id: query.cursor } };
+  if (isUuid(query.cursor)) return { limit, after: { id: query.cursor } };
   const m = /^(\d{1,17})\.([0-9a-f-]{36})$/i.exec(Buffer.from(query.cursor, 'base64url').toString('latin1'));
-  if (!m) throw badCursor();
+  if (!m || !isUuid(m[2])) throw badCursor();
   return { limit, after: { micros: m[1]!, id: m[2]! } };
 }
 
@@ -48,7 +52,7 @@ export function parseTimePage(query: { limit?: string; cursor?: string }): { lim
   const limit = parseLimit(query.limit);
   if (query.cursor === undefined) return { limit };
   const m = /^(\d{1,15})\.([0-9a-f-]{36})$/i.exec(Buffer.from(query.cursor, 'base64url').toString('latin1'));
-  if (!m) throw badCursor();
+  if (!m || !isUuid(m[2])) throw badCursor();
   return { limit, before: { at: new Date(Number(m[1])), id: m[2]! } };
 }
 

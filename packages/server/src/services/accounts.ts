@@ -5,6 +5,7 @@ import type { Queryable } from '../storage/db.ts';
 import { cachedApiKey, forgetApiKey, rememberApiKey } from './api-key-cache.ts';
 import { getAccount, insertAccount, type AccountRow } from '../storage/queries/accounts.ts';
 import { findApiKeyByPrefix, insertApiKey, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
+import { isUuid } from '../core/ids.ts';
 
 export async function createAccount(db: Queryable, name: unknown): Promise<AccountRow> {
   if (typeof name !== 'string' || name.trim() === '') throw invalidField('name', 'is required, e.g. --name "Acme Logistics"');
@@ -18,7 +19,7 @@ export async function createApiKey(
   accountId: string,
   name = 'default',
 ): Promise<{ key: string; row: ApiKeyRow }> {
-  if (!/^[0-9a-f-]{36}$/i.test(accountId) || !(await getAccount(db, accountId))) {
+  if (!isUuid(accountId) || !(await getAccount(db, accountId))) {
     throw new HeraldError('not_found', `no account with id ${accountId}; list accounts with: herald accounts list`);
   }
   const { key, prefix, hash } = generateApiKey();

@@ -1,6 +1,6 @@
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
-import { uuidV7 } from '../core/ids.ts';
+import { isUuid, uuidV7 } from '../core/ids.ts';
 import { catalogTypes } from './catalog.ts';
 import { announceNewWork } from './new-work.ts';
 import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
@@ -22,7 +22,6 @@ export interface PublishedEvent {
   duplicate: boolean;
 }
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 interface Checked {
   id: string;
@@ -40,7 +39,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
   const now = deps.clock().getTime();
   inputs.forEach((input, i) => {
     const at = prefix(i);
-    if (input.id !== undefined && (typeof input.id !== 'string' || !UUID.test(input.id))) {
+    if (input.id !== undefined && !isUuid(input.id)) {
       errors.push({ field: `${at}id`, message: 'must be a UUID such as 0b7c1f5e-3a4d-4e2b-9c1a-8f6d2e7b5a90, or left out to let Herald choose one' });
     }
     const type = typeof input.type === 'string' ? types.get(input.type) : undefined;

@@ -35,7 +35,7 @@ export const OPERATOR_OPS = {
     const { key, row } = await createApiKey(deps.db, String(args.account ?? ''), typeof args.name === 'string' ? args.name : undefined);
     return { ...keyJson(row), key };
   },
-  'keys.list': async (deps: ServiceDeps, args: Args) => (await listApiKeys(deps.db, String(args.account ?? ''))).map(keyJson),
+  'keys.list': async (deps: ServiceDeps, args: Args) => ((await listApiKeys(deps.db, String(args.account ?? ''))) ?? []).map(keyJson),
   'keys.revoke': async (deps: ServiceDeps, args: Args) => {
     const row = await revokeApiKey(deps.db, String(args.key ?? ''));
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);

@@ -6,8 +6,8 @@ import { getEvent } from '../storage/queries/events.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
 import { announceNewWork } from './new-work.ts';
+import { isUuid } from '../core/ids.ts';
 
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 /**
  * Sends one event to one endpoint again, now. A finished delivery (succeeded,
@@ -19,7 +19,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
  */
 export async function redeliverEvent(deps: ServiceDeps, accountId: string, eventId: string, input: { endpoint_id?: unknown }): Promise<DeliveryRow> {
   const endpointId = input.endpoint_id;
-  if (typeof endpointId !== 'string' || !UUID.test(endpointId)) throw invalidField('endpoint_id', 'must be the id of one of your endpoints');
+  if (!isUuid(endpointId)) throw invalidField('endpoint_id', 'must be the id of one of your endpoints');
   const now = deps.clock();
   const delivery = await deps.db.transaction(async (tx) => {
     const event = await getEvent(tx, accountId, eventId);

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { createAccountApiKey, revokeAccountApiKey } from '../../services/accounts.ts';
 import { listApiKeys } from '../../storage/queries/api-keys.ts';
 import { apiKeyJson } from '../representations.ts';
-import { pageOf, pageQuerySchema, parsePage } from '../pagination.ts';
+import { pageOf, pageQuerySchema, parsePage, staleCursor } from '../pagination.ts';
 import { bodyOptional, ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
@@ -23,7 +23,9 @@ export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
     async (req) => {
       const page = parsePage(req.query);
-      const { items, next_cursor } = pageOf(await listApiKeys(deps.db, req.accountId, { limit: page.limit + 1, after: page.after }), page.limit);
+      const rows = await listApiKeys(deps.db, req.accountId, { limit: page.limit + 1, after: page.after });
+      if (!rows) throw staleCursor();
+      const { items, next_cursor } = pageOf(rows, page.limit);
       return { data: items.map(apiKeyJson), next_cursor };
     },
   );

@@ -5,7 +5,7 @@ import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
 import { lastAttempts } from '../../storage/queries/attempts.ts';
 import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
 import { attemptRecordJson, endpointJson } from '../representations.ts';
-import { pageOf, pageQuerySchema, parsePage } from '../pagination.ts';
+import { pageOf, pageQuerySchema, parsePage, staleCursor } from '../pagination.ts';
 import { bodyOptional, ok, pageOfSchema, problems, ref } from '../schemas.ts';
 import type { RouteDeps } from '../app.ts';
 
@@ -73,6 +73,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (req) => {
       const page = parsePage(req.query);
       const rows = await listEndpoints(deps.db, req.accountId, { limit: page.limit + 1, after: page.after });
+      if (!rows) throw staleCursor();
       const { items, next_cursor } = pageOf(rows, page.limit);
       return { data: await withLastAttempt(items), next_cursor };
     },

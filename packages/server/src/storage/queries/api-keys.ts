@@ -1,5 +1,6 @@
 import type { Queryable } from '../db.ts';
-import { pageInCreationOrder, pageParams, type PageAfter } from './paging.ts';
+import { pageOfTable, type PageAfter } from './paging.ts';
+import { isUuid } from '../../core/ids.ts';
 
 export interface ApiKeyRow {
   id: string;
@@ -28,14 +29,18 @@ export async function findApiKeyByPrefix(db: Queryable, prefix: string): Promise
   return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [prefix])).rows[0];
 }
 
-/** An account's keys in creation order; a page of them when `page` is given (after the previous page's last row). */
-export async function listApiKeys(db: Queryable, accountId: string, page?: { limit: number; after?: PageAfter }): Promise<Array<ApiKeyRow & { position: string }>> {
-  return (await db.query<ApiKeyRow & { position: string }>(pageInCreationOrder('api_keys', COLUMNS), pageParams(accountId, { limit: page?.limit ?? null, after: page?.after }))).rows;
+/**
+ * An account's keys in creation order; a page of them when `page` is given
+ * (after the previous page's last row). Null when the cursor is a bare id of
+ * a key that no longer exists.
+ */
+export async function listApiKeys(db: Queryable, accountId: string, page?: { limit: number; after?: PageAfter }): Promise<Array<ApiKeyRow & { position: string }> | null> {
+  return pageOfTable<ApiKeyRow>(db, 'api_keys', COLUMNS, accountId, { limit: page?.limit ?? null, after: page?.after });
 }
 
 /** Revokes by id or by visible prefix; returns the row, or undefined when none matched. */
 export async function revokeApiKey(db: Queryable, idOrPrefix: string, accountId?: string): Promise<ApiKeyRow | undefined> {
-  const byId = /^[0-9a-f-]{36}$/i.test(idOrPrefix);
+  const byId = isUuid(idOrPrefix);
   const { rows } = await db.query<ApiKeyRow>(
     `UPDATE api_keys SET revoked_at = COALESCE(revoked_at, now())
       WHERE ${byId ? 'id = $1::uuid' : 'prefix = $1'} AND ($2::uuid IS NULL OR account_id = $2::uuid)

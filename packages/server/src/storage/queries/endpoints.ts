@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db.ts';
-import { pageInCreationOrder, pageParams, type PageAfter } from './paging.ts';
+import { pageOfTable, type PageAfter } from './paging.ts';
 
 export interface EndpointRow {
   id: string;
@@ -36,10 +36,13 @@ export async function getEndpoint(db: Queryable, accountId: string, id: string):
   return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
 
-/** One page in creation order, after the previous page's last row; each with its `position` for the next cursor. */
-export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: PageAfter }): Promise<Array<EndpointRow & { position: string }>> {
-  const { rows } = await db.query<EndpointRow & { position: string }>(pageInCreationOrder('endpoints', COLUMNS), pageParams(accountId, page));
-  return rows;
+/**
+ * One page in creation order, after the previous page's last row; each with
+ * its `position` for the next cursor. Null when the cursor is a bare id of an
+ * endpoint that no longer exists.
+ */
+export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: PageAfter }): Promise<Array<EndpointRow & { position: string }> | null> {
+  return pageOfTable<EndpointRow>(db, 'endpoints', COLUMNS, accountId, page);
 }
 
 export async function updateEndpoint(

@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db.ts';
+import { isUuid } from '../../core/ids.ts';
 
 export interface UserRow {
   id: string;
@@ -40,7 +41,7 @@ export async function findUserByEmail(db: Queryable, email: string): Promise<Use
 
 /** By id or by email. */
 export async function findUser(db: Queryable, idOrEmail: string): Promise<UserRow | undefined> {
-  if (/^[0-9a-f-]{36}$/i.test(idOrEmail)) {
+  if (isUuid(idOrEmail)) {
     return (await db.query<UserRow>(`SELECT ${USER_COLUMNS} FROM users WHERE id = $1`, [idOrEmail])).rows[0];
   }
   return findUserByEmail(db, idOrEmail);
