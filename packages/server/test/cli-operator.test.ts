@@ -88,6 +88,16 @@ function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: stri
     const noAccount = await cli(['keys', 'create', '--account', '00000000-0000-4000-8000-000000000000']);
     assert.notEqual(noAccount.code, 0);
     assert.match(noAccount.stderr, /herald: no account with id .*herald accounts list/);
+    // Listing by an account that is not there, or by something that is not an id, says the same (it was a database error).
+    for (const args of [
+      ['keys', 'list', '--account', 'acme'],
+      ['keys', 'list', '--account', '00000000-0000-4000-8000-000000000000'],
+      ['users', 'list', '--account', 'acme'],
+    ]) {
+      const res = await cli(args);
+      assert.notEqual(res.code, 0, args.join(' '));
+      assert.match(res.stderr, /^herald: no account with id (acme|00000000-0000-4000-8000-000000000000); list accounts with: herald accounts list\n$/, args.join(' '));
+    }
     const noName = await cli(['accounts', 'create']);
     assert.notEqual(noName.code, 0);
     assert.match(noName.stderr, /--name/);

@@ -13,15 +13,21 @@ export async function createAccount(db: Queryable, name: unknown): Promise<Accou
   return insertAccount(db, { id: randomUUID(), name: name.trim() });
 }
 
+/** The operator's commands name an account by id: one that is not there is a not_found that says where to look. */
+export async function requireAccount(db: Queryable, accountId: unknown): Promise<string> {
+  if (!isUuid(accountId) || !(await getAccount(db, accountId))) {
+    throw new HeraldError('not_found', `no account with id ${String(accountId)}; list accounts with: herald accounts list`);
+  }
+  return accountId;
+}
+
 /** Creates an API key; the returned `key` is the only time it exists in clear. */
 export async function createApiKey(
   db: Queryable,
   accountId: string,
   name = 'default',
 ): Promise<{ key: string; row: ApiKeyRow }> {
-  if (!isUuid(accountId) || !(await getAccount(db, accountId))) {
-    throw new HeraldError('not_found', `no account with id ${accountId}; list accounts with: herald accounts list`);
-  }
+  await requireAccount(db, accountId);
   const { key, prefix, hash } = generateApiKey();
   const row = await insertApiKey(db, { id: randomUUID(), accountId, name, prefix, hash });
   return { key, row };

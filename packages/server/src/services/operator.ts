@@ -3,7 +3,7 @@ import { eventTypeJson } from '../http/representations.ts';
 import { listAccounts, type AccountRow } from '../storage/queries/accounts.ts';
 import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 import { listEventTypes } from '../storage/queries/event-types.ts';
-import { createAccount, createApiKey } from './accounts.ts';
+import { createAccount, createApiKey, requireAccount } from './accounts.ts';
 import { forgetApiKey } from './api-key-cache.ts';
 import { addEventType } from './event-types.ts';
 import { generatePassword } from '../core/passwords.ts';
@@ -35,7 +35,7 @@ export const OPERATOR_OPS = {
     const { key, row } = await createApiKey(deps.db, String(args.account ?? ''), typeof args.name === 'string' ? args.name : undefined);
     return { ...keyJson(row), key };
   },
-  'keys.list': async (deps: ServiceDeps, args: Args) => ((await listApiKeys(deps.db, String(args.account ?? ''))) ?? []).map(keyJson),
+  'keys.list': async (deps: ServiceDeps, args: Args) => ((await listApiKeys(deps.db, await requireAccount(deps.db, args.account))) ?? []).map(keyJson),
   'keys.revoke': async (deps: ServiceDeps, args: Args) => {
     const row = await revokeApiKey(deps.db, String(args.key ?? ''));
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
@@ -48,7 +48,8 @@ export const OPERATOR_OPS = {
     const user = await createUser(deps.db, String(args.account ?? ''), { email: args.email, name: args.name, password: generated ?? args.password });
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
-  'users.list': async (deps: ServiceDeps, args: Args) => (await listUsers(deps.db, typeof args.account === 'string' ? args.account : undefined)).map(userJson),
+  'users.list': async (deps: ServiceDeps, args: Args) =>
+    (await listUsers(deps.db, args.account === undefined ? undefined : await requireAccount(deps.db, args.account))).map(userJson),
   'users.delete': async (deps: ServiceDeps, args: Args) => userJson(await deleteUser(deps.db, String(args.user ?? ''))),
   'users.set-password': async (deps: ServiceDeps, args: Args) => {
     const generated = args.password === undefined ? generatePassword() : undefined;

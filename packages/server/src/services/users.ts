@@ -3,9 +3,9 @@ import type { PanelAuthConfig } from '../config.ts';
 import { decoyHash, hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from '../core/passwords.ts';
 import { HeraldError, type FieldError } from '../errors.ts';
 import type { Db, Queryable } from '../storage/db.ts';
-import { getAccount, insertAccount } from '../storage/queries/accounts.ts';
+import { insertAccount } from '../storage/queries/accounts.ts';
+import { requireAccount } from './accounts.ts';
 import * as q from '../storage/queries/users.ts';
-import { isUuid } from '../core/ids.ts';
 
 /**
  * The people who sign in to the panel, and their sessions. A user belongs
@@ -58,9 +58,7 @@ async function insertValidUser(db: Queryable, accountId: string, input: NewUser)
 export async function createUser(db: Queryable, accountId: string, input: NewUser): Promise<q.UserRow> {
   const errors = userFieldErrors(input);
   if (errors.length) throw invalid(errors);
-  if (!isUuid(accountId) || !(await getAccount(db, accountId))) {
-    throw new HeraldError('not_found', `no account with id ${accountId}; list accounts with: herald accounts list`);
-  }
+  await requireAccount(db, accountId);
   return insertValidUser(db, accountId, input);
 }
 
