@@ -9,7 +9,7 @@ import { SchemaValidator } from './core/schema-validator.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
 import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
-import { buildApp } from './http/app.ts';
+import { buildApp, LOG_REDACT } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
 import { openStorage, prepareDatabase } from './storage/open.ts';
@@ -64,7 +64,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       closers.push(() => admin.close());
     }
     // A worker-only process has no API logger; it gets one of its own, same format.
-    const log = app?.log ?? pino({ level: config.logLevel }, logStream ?? process.stdout);
+    const log = app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
       dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log });

@@ -114,6 +114,22 @@ for (const engine of ENGINES) {
       assertAbsent(info, h.apiKey, 'the log');
     });
 
+    test("a logged database error leaves out the statement's parameters", async () => {
+      // PGlite's errors carry the failed statement's parameters; an unexpected one is logged whole.
+      let caught: unknown;
+      try {
+        await h.deps.db.query('SELECT $1::text AS secret, 1 / (length($1) - length($1)) AS boom', [secret]);
+      } catch (err) {
+        caught = err;
+      }
+      assert.ok(caught instanceof Error, 'the statement fails');
+      traceApp.log.error({ err: caught }, 'unexpected');
+      traceApp.log.error({ err: new Error('wrapped', { cause: caught }) }, 'unexpected, wrapped');
+      const trace = Buffer.concat(traceLogs).toString('utf8');
+      assert.ok(trace.includes('division by zero'), 'the error itself is logged');
+      assertAbsent(trace, secret, 'the trace log');
+    });
+
     test('errors about an endpoint never carry its secret', async () => {
       const stranger = await h.newAccount('Stranger');
       const errors = [

@@ -179,7 +179,9 @@ program.parseAsync(process.argv).catch((err: unknown) => {
   } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
     console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);
   } else {
-    console.error('herald: unexpected error:', err);
+    // The stack, not the whole object: a database error from PGlite carries
+    // the statement's parameters, which can hold a hash or a sealed secret.
+    console.error(`herald: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
   }
   process.exit(1);
 });

@@ -58,6 +58,16 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
  * Builds the HTTP API without listening (fastify's build/listen split), so
  * tests drive it with `app.inject()`.
  */
+/**
+ * Keys and cookies never reach a log line, whatever a serializer does later;
+ * nor do a failed statement's parameters (PGlite's errors carry them, and
+ * they can hold a password's hash or a sealed signing secret).
+ */
+export const LOG_REDACT = {
+  paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]', 'err.params', 'err.cause.params'],
+  censor: '[redacted]',
+};
+
 export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
   const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses });
   const options: RouteDeps & AppOptions = {
@@ -67,8 +77,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   const app = Fastify({
     logger: {
       level: options.logLevel,
-      // Keys and cookies never reach a log line, whatever a serializer does later.
-      redact: { paths: ['req.headers.authorization', 'req.headers.cookie', 'req.headers["x-api-key"]'], censor: '[redacted]' },
+      redact: LOG_REDACT,
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: options.maxBodyBytes,
