@@ -46,9 +46,12 @@ for (const engine of ENGINES) {
     test("another account's list does not include the endpoint, and its cursor cannot be used to reach it", async () => {
       const list = await h.api('GET', '/v1/endpoints', undefined, other.apiKey);
       assert.deepEqual(list.json, { data: [], next_cursor: null });
+      // Refused exactly as an id that exists nowhere: the answer tells nothing about the other account.
       const paged = await h.api('GET', `/v1/endpoints?cursor=${endpoint.id}`, undefined, other.apiKey);
-      assert.equal(paged.status, 200);
-      assert.deepEqual(paged.json.data, []);
+      const nowhere = await h.api('GET', '/v1/endpoints?cursor=00000000-0000-4000-8000-000000000000', undefined, other.apiKey);
+      assert.equal(paged.status, 400);
+      assert.equal(paged.json.code, 'validation_failed');
+      assert.deepEqual({ ...paged.json, instance: undefined }, { ...nowhere.json, instance: undefined });
     });
 
     test("another account's key cannot read an event", async () => {
