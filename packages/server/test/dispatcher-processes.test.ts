@@ -77,7 +77,8 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
     const killedAt = receiver.requests.length;
     // Time passing, made explicit: the dead worker's leases run out.
     const expired = await db.query<{ event_id: string }>(
-      `UPDATE deliveries SET next_attempt_at = now() WHERE state = 'pending' AND lease_token IS NOT NULL RETURNING event_id`,
+      `UPDATE deliveries SET lease_until = now(), next_attempt_at = LEAST(next_attempt_at, now())
+        WHERE state = 'pending' AND lease_token IS NOT NULL RETURNING event_id`,
     );
     assert.ok(expired.rowCount > 0, 'the worker died with deliveries leased');
     const b = await startHeraldProcess(['--role', 'worker'], env());

@@ -283,7 +283,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function scheduleNextWake(): Promise<void> {
-    const at = await nextDueAt(db);
+    const at = await nextDueAt(db, clock());
     const wait = at ? at.getTime() - clock().getTime() : config.pollMs;
     armTimer(Math.max(0, Math.min(wait, config.pollMs)));
   }

@@ -30,12 +30,14 @@ export interface ClaimedDelivery {
  *   this worker's in-flight counts) and `limit` in all, and locks only
  *   those, skipping rows other workers hold (SKIP LOCKED);
  * - leases them: the attempt count rises now (a delivery that kills its
- *   worker still runs out of attempts), next_attempt_at moves to the end of
- *   the lease (the visibility timeout), and a new fencing token is drawn.
+ *   worker still runs out of attempts), lease_until is set to the end of the
+ *   lease (the visibility timeout), and a new fencing token is drawn. Rows
+ *   whose lease has not run out are passed over. No indexed column changes,
+ *   so the update can be HOT (migration 008).
  *
- * The statement is the function herald_claim, in migration 006 (with the
- * notes on how it is written, and why it is a function): change it there,
- * with a new migration that replaces it.
+ * The statement is the function herald_claim, from migration 006 (with the
+ * notes on how it is written, and why it is a function) as migration 008
+ * changed it: change it with a new migration that replaces it.
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -59,11 +61,21 @@ export async function claimDeliveries(
   return rows as unknown as ClaimedDelivery[];
 }
 
-/** The earliest time any pending delivery comes due, to sleep exactly that long. */
-export async function nextDueAt(db: Queryable): Promise<Date | undefined> {
-  const { rows } = await db.query<{ at: Date | null }>(`SELECT min(next_attempt_at) AS at FROM deliveries WHERE state = 'pending'`, [], {
-    name: 'herald_next_due',
-  });
+/**
+ * The earliest time a pending delivery not under a live lease comes due, to
+ * sleep exactly that long. Leases still running (another worker's deliveries
+ * in flight) are passed over: the end of one is at least the lease (15 s or
+ * more) away when it starts, and the dispatcher's poll, which caps every
+ * sleep, picks it up when it runs out.
+ */
+export async function nextDueAt(db: Queryable, now: Date): Promise<Date | undefined> {
+  const { rows } = await db.query<{ at: Date | null }>(
+    `SELECT next_attempt_at AS at FROM deliveries
+      WHERE state = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
+      ORDER BY next_attempt_at LIMIT 1`,
+    [now],
+    { name: 'herald_next_due' },
+  );
   return rows[0]?.at ?? undefined;
 }
 
@@ -75,8 +87,8 @@ export async function nextDueAt(db: Queryable): Promise<Date | undefined> {
 export async function releaseAllLeases(db: Queryable, now: Date): Promise<number> {
   return (
     await db.query(
-      `UPDATE deliveries SET next_attempt_at = $1, lease_token = NULL
-        WHERE state = 'pending' AND lease_token IS NOT NULL AND next_attempt_at > $1`,
+      `UPDATE deliveries SET next_attempt_at = LEAST(next_attempt_at, $1), lease_token = NULL, lease_until = NULL
+        WHERE state = 'pending' AND lease_token IS NOT NULL AND (lease_until > $1 OR next_attempt_at > $1)`,
       [now],
     )
   ).rowCount;

@@ -118,7 +118,7 @@ const RECORD_RESULTS = `
     -- delivery with its endpoint waits for it.
     UPDATE deliveries d
        SET state = v.state, next_attempt_at = v.next_attempt_at, last_status = v.last_status,
-           last_error = v.last_error, lease_token = NULL, updated_at = $8
+           last_error = v.last_error, lease_token = NULL, lease_until = NULL, updated_at = $8
       FROM unnest($2::uuid[], $3::int8[], $4::text[], $5::timestamptz[], $6::int[], $7::text[]) WITH ORDINALITY
            AS v(id, lease_token, state, next_attempt_at, last_status, last_error, ord)
      WHERE d.id = v.id AND d.lease_token = v.lease_token
@@ -222,7 +222,7 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
   if (endpointIds.length === 0) return 0;
   return (
     await db.query(
-      `UPDATE deliveries SET state = 'skipped', lease_token = NULL, updated_at = $2
+      `UPDATE deliveries SET state = 'skipped', lease_token = NULL, lease_until = NULL, updated_at = $2
         WHERE endpoint_id = ANY ($1::uuid[]) AND state = 'pending'`,
       [endpointIds, now],
     )
