@@ -48,7 +48,7 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
     let taken = 0;
     // A few unmeasured claims first: the statement is prepared on the first.
     for (let i = -3; i < CLAIMS; i++) {
-      await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 minute', lease_token = NULL, attempts = 0 WHERE endpoint_id = $1`, [other]);
+      await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 minute', lease_token = NULL, lease_until = NULL, attempts = 0 WHERE endpoint_id = $1`, [other]);
       const now = new Date();
       const t0 = performance.now();
       const rows = await claimDeliveries(db, { now, limit: CAP, scan: 4 * CAP, leaseUntil: new Date(now.getTime() + 60_000), maxAttempts: 7, endpointCap: CAP, inFlight });

@@ -43,8 +43,8 @@ await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db)
          SELECT $1, herald_uuid_v7(now()), 'shipment.created', now(), $2, '\\x00' FROM generate_series(1, $3::int / 10)
          RETURNING id
        )
-       INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, attempts, lease_token, created_at, updated_at)
-       SELECT herald_uuid_v7(now()), $1, ev.id, ep, 'pending', now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
+       INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, lease_until, attempts, lease_token, created_at, updated_at)
+       SELECT herald_uuid_v7(now()), $1, ev.id, ep, 'pending', now(), now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
          FROM ev CROSS JOIN unnest($4::uuid[]) AS ep
        RETURNING id, endpoint_id, event_id, lease_token::text`,
       [account, body, DELIVERIES, endpoints],
