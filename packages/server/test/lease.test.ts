@@ -95,6 +95,53 @@ for (const engine of ENGINES) {
       await h.db.query(`UPDATE deliveries SET state = 'succeeded', lease_token = NULL, lease_until = NULL WHERE id = $1`, [delivery]);
     });
 
+    test("past a full head, the claim takes an endpoint's due row behind its leased ones", async () => {
+      // Two accounts, one endpoint each; E1's rows come due first, then E2's, a millisecond apart.
+      const e1 = await oneDelivery();
+      const more = async (d: { apiKey: string; endpoint: string }, n: number) => {
+        for (let i = 0; i < n; i++) {
+          h.clock.advance(1);
+          await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `${d.endpoint}-${i}` } }, d.apiKey);
+        }
+      };
+      await more(e1, 2);
+      h.clock.advance(1);
+      const e2 = await oneDelivery();
+      await more(e2, 2);
+      const rowsOf = async (endpoint: string) =>
+        (await h.db.query<{ id: string }>(`SELECT id FROM deliveries WHERE endpoint_id = $1 ORDER BY next_attempt_at`, [endpoint])).rows.map((r) => r.id);
+      const [, , third] = await rowsOf(e2.endpoint);
+      // E1 is at its cap of 2 in this worker: the claim takes E2's two oldest and leases them.
+      const claimWith = (limit: number, scan: number) => {
+        const now = h.clock.now();
+        return claimDeliveries(h.db, {
+          now,
+          limit,
+          scan,
+          leaseUntil: new Date(now.getTime() + LEASE_MS),
+          maxAttempts: 7,
+          endpointCap: 2,
+          inFlight: new Map([[e1.endpoint, 2]]),
+        });
+      };
+      const first = await claimWith(2, 8);
+      assert.deepEqual(
+        first.map((c) => c.id),
+        (await rowsOf(e2.endpoint)).slice(0, 2),
+      );
+      // A head of two holds only E1's rows (capped), so the claim looks behind it, endpoint by
+      // endpoint. E2's first two rows are leased: only its third may be taken, and it is.
+      const second = await claimWith(2, 2);
+      assert.deepEqual(
+        second.map((c) => c.id),
+        [third],
+      );
+      assert.deepEqual(await claimWith(2, 2), [], 'nothing of E2 is left that is not leased');
+      await h.db.query(`UPDATE deliveries SET state = 'succeeded', lease_token = NULL, lease_until = NULL WHERE endpoint_id = ANY ($1::uuid[])`, [
+        [e1.endpoint, e2.endpoint],
+      ]);
+    });
+
     test('nextDueAt gives the earliest due time of rows not leased', async () => {
       const { delivery: leased } = await oneDelivery();
       await claim();

@@ -27,6 +27,10 @@ ALTER TABLE deliveries SET (fillfactor = 80);
 -- not run out (a filter on the row, after the index; the rows passed over
 -- are at most those in flight), chosen checks it again on the locked
 -- version, and claimed sets lease_until instead of next_attempt_at.
+-- The check in chosen must stay: it alone stops a double claim when another
+-- worker's claim commits between this claim's reading of the head and its
+-- lock (next_attempt_at no longer moves, so the due check would pass). No
+-- test can put a second claim inside the first statement, so none shows it.
 CREATE OR REPLACE FUNCTION herald_claim(
   p_now timestamptz, p_busy uuid[], p_scan int, p_cap int, p_in_flight_ids uuid[], p_in_flight_counts int[],
   p_limit int, p_max_attempts int, p_lease_until timestamptz)
