@@ -5,6 +5,7 @@ import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import { openStorage, prepareDatabase } from '../storage/open.ts';
+import { SchemaTooNewError } from '../storage/migrate.ts';
 import type { OperatorOp } from '../services/operator.ts';
 import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
 import { registerApiCommands } from './api-commands.ts';
@@ -174,7 +175,7 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     console.error(problemLines(err.problem).join('\n'));
   } else if (err instanceof ApiUnreachableError) {
     console.error(`error: ${err.message}`);
-  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError) {
+  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError || err instanceof SchemaTooNewError) {
     console.error(`herald: ${err.message}`);
   } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
     console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);

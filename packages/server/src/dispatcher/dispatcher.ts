@@ -8,6 +8,7 @@ import { decryptSecret } from '../core/secrets.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import { DELIVERIES_CHANNEL } from '../storage/queries/deliveries.ts';
 import { nextDueAt } from '../storage/queries/claim-deliveries.ts';
+import { assertSchemaKnown, SchemaTooNewError } from '../storage/migrate.ts';
 import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
@@ -40,6 +41,11 @@ const FULL_PRUNE_EVERY_MS = 60_000;
  * endpoint that was at its cap claims at once (its rows were passed over).
  */
 const SHORT_CLAIM_LINGER_MS = 20;
+/**
+ * How often a running worker checks that no newer Herald has migrated the
+ * database since it started (it stops claiming if one has).
+ */
+const SCHEMA_CHECK_EVERY_MS = 5_000;
 
 export interface Logger {
   info(obj: object, msg?: string): void;
@@ -73,6 +79,12 @@ export interface Dispatcher {
   tick(): Promise<TickReport>;
   /** Trims each recently used endpoint's attempt log to the newest 100. */
   pruneAttempts(): Promise<number>;
+  /**
+   * False, and claiming stops for good, once a newer Herald has migrated the
+   * database past what this code knows (it would misread the newer one's
+   * leases). Runs every 5 s while started; in-flight attempts still finish.
+   */
+  checkSchema(): Promise<boolean>;
   readonly inFlight: number;
 }
 
@@ -121,6 +133,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   let pruneTimer: NodeJS.Timeout | undefined;
   let unlisten: (() => Promise<void>) | undefined;
   let stopping: Promise<void> | undefined;
+  let schemaTimer: NodeJS.Timeout | undefined;
+  let outdated = false;
 
   function finish(claim: Claim, state: Finished['update']['state'], p: { next?: Date; status: number | null; error: string | null; attempt: Finished['attempt'] }): Finished {
     return {
@@ -230,6 +244,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function claimAndLaunch(limit: number, report?: TickReport): Promise<number> {
+    if (outdated) return 0;
     const claims = await claimDue(db, {
       now: clock(),
       limit,
@@ -258,7 +273,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         wakeAgain = false;
         for (;;) {
           const room = Math.min(config.concurrency - inFlight, 500, knownRoom() + config.endpointConcurrency);
-          if (!running || room <= 0) {
+          if (!running || outdated || room <= 0) {
             lastClaimShort = false;
             break;
           }
@@ -312,7 +327,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   function wake(): void {
-    if (!running) return;
+    if (!running || outdated) return;
     if (pumping) {
       wakeAgain = true;
       return;
@@ -324,6 +339,21 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       pumping = false;
       if (wakeAgain && running) wake();
     });
+  }
+
+  async function checkSchema(): Promise<boolean> {
+    if (outdated) return false;
+    try {
+      await assertSchemaKnown(db);
+      return true;
+    } catch (err) {
+      if (!(err instanceof SchemaTooNewError)) throw err;
+      outdated = true;
+      clearTimeout(timer);
+      clearTimeout(lingerTimer);
+      deps.log?.error({ schema: err.applied, known: err.known }, `${err.message}. This worker stops claiming; what it has in flight still finishes`);
+      return false;
+    }
   }
 
   // One prune at a time: the timer's, tests' and shutdown's runs queue
@@ -370,6 +400,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clearTimeout(timer);
     clearTimeout(lingerTimer);
     clearInterval(pruneTimer);
+    clearInterval(schemaTimer);
     await unlisten?.();
     unlisten = undefined;
     const all = Promise.allSettled([...tasks]);
@@ -407,6 +438,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           .finally(() => (timerRun = undefined));
       }, PRUNE_EVERY_MS);
       pruneTimer.unref();
+      schemaTimer = setInterval(() => void checkSchema().catch((err) => deps.log?.error({ err }, 'checking the schema version failed')), SCHEMA_CHECK_EVERY_MS);
+      schemaTimer.unref();
       wake();
     },
     stop(graceMs = 15_000) {
@@ -426,5 +459,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       return report;
     },
     pruneAttempts: () => prune(),
+    checkSchema,
   };
 }

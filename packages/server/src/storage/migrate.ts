@@ -1,5 +1,5 @@
 import { readFile, readdir } from 'node:fs/promises';
-import type { Db } from './db.ts';
+import type { Db, Queryable } from './db.ts';
 
 const MIGRATIONS_DIR = new URL('./migrations/', import.meta.url);
 /** Arbitrary constant naming Herald's migration lock among advisory locks. */
@@ -20,6 +20,39 @@ export async function loadMigrations(): Promise<Migration[]> {
       sql: await readFile(new URL(file, MIGRATIONS_DIR), 'utf8'),
     })),
   );
+}
+
+let known: Promise<number> | undefined;
+
+/** The newest migration this code carries. */
+export function knownSchemaVersion(): Promise<number> {
+  known ??= loadMigrations().then((ms) => Math.max(0, ...ms.map((m) => m.version)));
+  return known;
+}
+
+/** A newer Herald has migrated the database past what this process knows. */
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly applied: number,
+    readonly known: number,
+  ) {
+    super(
+      `the database was migrated by a newer Herald (schema version ${applied}; this one knows up to ${known}): upgrade this process. ` +
+        'Stop every older Herald process before the first newer one starts (README, "Several workers")',
+    );
+    this.name = 'SchemaTooNewError';
+  }
+}
+
+/**
+ * Throws SchemaTooNewError when the database holds a migration this code does
+ * not know: an older process beside a newer one would misread what the newer
+ * one writes (migration 008 moved the lease to a column of its own, say).
+ */
+export async function assertSchemaKnown(db: Queryable): Promise<void> {
+  const [{ rows }, knows] = await Promise.all([db.query<{ v: number | null }>('SELECT max(version) AS v FROM herald_migrations'), knownSchemaVersion()]);
+  const applied = rows[0]?.v ?? 0;
+  if (applied > knows) throw new SchemaTooNewError(applied, knows);
 }
 
 /**

@@ -5,7 +5,7 @@ import type { Config } from '../config.ts';
 import { BUILTIN_EVENT_TYPES } from '../core/event-types.ts';
 import type { Db } from './db.ts';
 import { acquireDataDirLock } from './data-dir-lock.ts';
-import { migrate } from './migrate.ts';
+import { assertSchemaKnown, migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
 import { upsertBuiltinEventTypes } from './queries/event-types.ts';
@@ -34,6 +34,7 @@ function embeddedEncryptionKey(dataDir: string): Buffer {
 /** Brings the schema up to date and the built-in event types with it. */
 export async function prepareDatabase(db: Db): Promise<number[]> {
   const applied = await migrate(db);
+  await assertSchemaKnown(db);
   await upsertBuiltinEventTypes(db, BUILTIN_EVENT_TYPES);
   return applied;
 }
