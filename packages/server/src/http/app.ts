@@ -55,10 +55,6 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
 }
 
 /**
- * Builds the HTTP API without listening (fastify's build/listen split), so
- * tests drive it with `app.inject()`.
- */
-/**
  * Keys and cookies never reach a log line, whatever a serializer does later;
  * nor do a failed statement's parameters (PGlite's errors carry them, and
  * they can hold a password's hash or a sealed signing secret).
@@ -68,6 +64,10 @@ export const LOG_REDACT = {
   censor: '[redacted]',
 };
 
+/**
+ * Builds the HTTP API without listening (fastify's build/listen split), so
+ * tests drive it with `app.inject()`.
+ */
 export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
   const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses });
   const options: RouteDeps & AppOptions = {

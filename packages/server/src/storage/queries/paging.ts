@@ -8,7 +8,7 @@ const POSITION = `(extract(epoch FROM created_at) * 1000000)::bigint::text`;
  * id (null: the first page), $3 that row's creation time in microseconds since
  * 1970, $4 the limit.
  */
-export function pageInCreationOrder(table: string, columns: string): string {
+function pageInCreationOrder(table: string, columns: string): string {
   return `SELECT ${columns}, ${POSITION} AS position
     FROM ${table}
    WHERE account_id = $1
@@ -35,7 +35,7 @@ export async function pageOfTable<T>(
     if (!rows[0]) return null;
     after = { id: after.id, micros: rows[0].position };
   }
-  return (await db.query<T & { position: string }>(pageInCreationOrder(table, columns), pageParams(accountId, { limit: page.limit, after }))).rows;
+  return (await db.query<T & { position: string }>(pageInCreationOrder(table, columns), [accountId, after?.id ?? null, after?.micros ?? null, page.limit])).rows;
 }
 
 /** Where a page starts: after this id, created at this microsecond since 1970. */
@@ -44,10 +44,3 @@ export interface PageAfter {
   /** Absent for a cursor that is a bare id (as cursors were before 2026-11-24): the row is looked up. */
   micros?: string;
 }
-
-export const pageParams = (accountId: string, page: { limit: number | null; after?: PageAfter }) => [
-  accountId,
-  page.after?.id ?? null,
-  page.after?.micros ?? null,
-  page.limit,
-];
