@@ -1,7 +1,19 @@
 import { createHmac } from 'node:crypto';
-import { secretKeyBytes } from './scheme.ts';
+import { checkedSecret, secretKeyBytes, toBytes, type RawBody } from './scheme.ts';
 
 /** HMAC-SHA256 on `node:crypto`, synchronous. */
 export function hmacSha256Sync(secret: string, payload: Uint8Array): Uint8Array {
   return createHmac('sha256', secretKeyBytes(secret)).update(payload).digest();
+}
+
+/**
+ * HMAC-SHA256 of parts fed in order, as lowercase hex, on `node:crypto`. The
+ * signer's hot path: no copy of the body into one buffer, and the hex comes
+ * from OpenSSL as one flat string (key = the secret's UTF-8 bytes, as
+ * createHmac reads a string key).
+ */
+export function hmacSha256HexSync(secret: string, parts: readonly (string | RawBody)[]): string {
+  const hmac = createHmac('sha256', checkedSecret(secret));
+  for (const part of parts) hmac.update(typeof part === 'string' || ArrayBuffer.isView(part) ? (part as string | Uint8Array) : toBytes(part));
+  return hmac.digest('hex');
 }

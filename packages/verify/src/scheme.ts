@@ -42,10 +42,19 @@ export function toBytes(body: RawBody): Uint8Array {
   return new Uint8Array(body);
 }
 
+/**
+ * The signed string in its two parts: `<timestamp>.` and the raw body. A back
+ * end that hashes in pieces feeds them in this order and copies nothing.
+ */
+export function signedParts(timestamp: string | number, body: RawBody): [head: string, body: RawBody] {
+  return [`${timestamp}.`, body];
+}
+
 /** The exact bytes that are signed: `<timestamp>.` followed by the raw body. */
 export function signedPayload(timestamp: string | number, body: RawBody): Uint8Array {
-  const head = encoder.encode(`${timestamp}.`);
-  const bytes = toBytes(body);
+  const [headText, rest] = signedParts(timestamp, body);
+  const head = encoder.encode(headText);
+  const bytes = toBytes(rest);
   const out = new Uint8Array(head.length + bytes.length);
   out.set(head, 0);
   out.set(bytes, head.length);
@@ -56,14 +65,25 @@ const HEX = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, '0'
 
 /** `v1=` + lowercase hex of a digest. */
 export function formatSignature(digest: Uint8Array): string {
-  let hex = SIGNATURE_PREFIX;
+  let hex = '';
   for (const byte of digest) hex += HEX[byte];
-  return hex;
+  return formatHexSignature(hex);
 }
 
-export function secretKeyBytes(secret: string): Uint8Array {
+/** `v1=` + a digest already written as lowercase hex. */
+export function formatHexSignature(hex: string): string {
+  return SIGNATURE_PREFIX + hex;
+}
+
+/** The secret, once checked to be a usable signing secret. */
+export function checkedSecret(secret: string): string {
   if (typeof secret !== 'string' || secret.length === 0) {
     throw new TypeError('secret must be the non-empty signing secret string (for example "whsec_...")');
   }
-  return encoder.encode(secret);
+  return secret;
+}
+
+/** The HMAC key: the UTF-8 bytes of the secret. */
+export function secretKeyBytes(secret: string): Uint8Array {
+  return encoder.encode(checkedSecret(secret));
 }

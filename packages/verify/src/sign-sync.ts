@@ -1,5 +1,5 @@
-import { hmacSha256Sync } from './hmac-node.ts';
-import { formatSignature, signedPayload } from './scheme.ts';
+import { hmacSha256HexSync } from './hmac-node.ts';
+import { formatHexSignature, signedParts } from './scheme.ts';
 import type { SignInput } from './sign.ts';
 
 /**
@@ -10,5 +10,5 @@ import type { SignInput } from './sign.ts';
  * const header = signSync({ body, secret, timestamp: Math.floor(Date.now() / 1000) });
  */
 export function signSync({ body, secret, timestamp }: SignInput): string {
-  return formatSignature(hmacSha256Sync(secret, signedPayload(String(timestamp), body)));
+  return formatHexSignature(hmacSha256HexSync(secret, signedParts(String(timestamp), body)));
 }

@@ -31,3 +31,21 @@ test('a string body signs the same as its UTF-8 bytes', async () => {
 test('an empty secret is refused with a message that says what to pass', () => {
   assert.throws(() => signSync({ body: '', secret: '', timestamp: 1 }), /non-empty signing secret/);
 });
+
+test('signSync hashes the body in place: every body shape and a non-ASCII secret sign as Web Crypto does', async () => {
+  const text = '{"message":"Température","n":1}';
+  const bytes = new TextEncoder().encode(text);
+  const padded = new Uint8Array(bytes.length + 8);
+  padded.set(bytes, 4);
+  const shapes: Array<[string, string | Uint8Array | ArrayBuffer]> = [
+    ['string', text],
+    ['Uint8Array', bytes],
+    ['Buffer', Buffer.from(text)],
+    ['ArrayBuffer', bytes.slice().buffer],
+    ['a view into a larger buffer', padded.subarray(4, 4 + bytes.length)],
+  ];
+  for (const secret of ['whsec_x', 'whsec_clé-ünïcödé']) {
+    const expected = await sign({ body: bytes, secret, timestamp: 1700000000 });
+    for (const [name, body] of shapes) assert.equal(signSync({ body, secret, timestamp: 1700000000 }), expected, `${name}, secret ${secret}`);
+  }
+});
