@@ -1,4 +1,5 @@
 import type { Db, Queryable } from '../db.ts';
+import { plainArray, textArray, timeArray } from './array-literal.ts';
 import type { DeliveryState } from './deliveries.ts';
 
 /** The attempt log keeps this many attempts per endpoint (SPEC.md). */
@@ -199,12 +200,12 @@ export async function recordResults(
     RECORD_RESULTS,
     [
       JSON.stringify(p.attempts.map(sentAttemptJson)),
-      p.updates.map((u) => u.id),
-      p.updates.map((u) => u.leaseToken),
-      p.updates.map((u) => u.state),
-      p.updates.map((u) => u.nextAttemptAt),
-      p.updates.map((u) => u.lastStatus),
-      p.updates.map((u) => u.lastError),
+      plainArray(p.updates.map((u) => u.id)),
+      plainArray(p.updates.map((u) => u.leaseToken)),
+      plainArray(p.updates.map((u) => u.state)),
+      timeArray(p.updates.map((u) => u.nextAttemptAt)),
+      plainArray(p.updates.map((u) => u.lastStatus)),
+      textArray(p.updates.map((u) => u.lastError)),
       p.now,
       p.threshold,
     ],
