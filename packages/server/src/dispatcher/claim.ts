@@ -21,5 +21,7 @@ export async function claimDue(
     endpointCap: p.endpointCap,
     inFlight: p.inFlightByEndpoint,
   });
-  return claimed.map((d) => ({ ...d, exhausted: d.attempts_before >= p.maxAttempts }));
+  // In place: a copy of every claimed row was garbage the moment it was made.
+  for (const d of claimed) (d as Claim).exhausted = d.attempts_before >= p.maxAttempts;
+  return claimed as Claim[];
 }

@@ -163,9 +163,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
     const abort = new Abort();
     aborts.add(abort);
-    const sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, abort }).finally(() =>
-      aborts.delete(abort),
-    );
+    let sent;
+    try {
+      sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, abort });
+    } finally {
+      aborts.delete(abort);
+    }
     const outcome = classifyOutcome(sent.result);
 
     let state: Finished['update']['state'] = outcome.verdict === 'success' ? 'succeeded' : 'failed';
@@ -222,9 +225,16 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       else inFlightByEndpoint.set(claim.endpoint_id, n);
       released(n + 1 >= config.endpointConcurrency);
     };
-    const task = attempt(claim)
-      .finally(releaseEndpoint)
-      .then(async (finished) => {
+    // One async function rather than a chain of four promises and their
+    // closures per delivery.
+    const run = async (): Promise<void> => {
+      try {
+        let finished: Finished;
+        try {
+          finished = await attempt(claim);
+        } finally {
+          releaseEndpoint();
+        }
         await recorder.push(finished);
         if (report) {
           const s = finished.update.state;
@@ -233,13 +243,15 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
           else if (s === 'failed') report.failed += 1;
           else report.skipped += 1;
         }
-      })
-      .catch((err) => deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried'))
-      .finally(() => {
+      } catch (err) {
+        deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried');
+      } finally {
         inFlight -= 1;
         tasks.delete(task);
         released(false);
-      });
+      }
+    };
+    const task = run();
     tasks.add(task);
   }
 

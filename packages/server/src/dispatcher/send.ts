@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { EventEmitter } from 'node:events';
 import { isIP, type LookupFunction } from 'node:net';
-import { Agent, buildConnector, request, errors as undiciErrors } from 'undici';
+import { Agent, buildConnector, errors as undiciErrors } from 'undici';
 import { refusedAddressMessage, type AddressPolicy } from '../core/address-policy.ts';
 import type { AttemptResult, TransportErrorKind } from '../core/outcome.ts';
 
@@ -163,6 +163,25 @@ async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(err?: Error):
 }
 
 /**
+ * Where a request goes, as undici's request() works it out from a URL string
+ * (origin, and path with the query), kept per address: request(url) parses
+ * the URL and copies its options on every call, a visible share of a busy
+ * worker's allocations, for the few addresses it sends to.
+ */
+const targets = new Map<string, { origin: string; path: string }>();
+const TARGETS_CACHED = 10_000;
+function targetOf(url: string): { origin: string; path: string } {
+  let target = targets.get(url);
+  if (!target) {
+    const u = new URL(url);
+    target = { origin: u.origin, path: u.search ? `${u.pathname}${u.search}` : u.pathname };
+    if (targets.size >= TARGETS_CACHED) targets.clear();
+    targets.set(url, target);
+  }
+  return target;
+}
+
+/**
  * Sends one attempt. The deadline covers connecting, sending and receiving
  * the status line and headers; the body is never interpreted.
  */
@@ -177,14 +196,16 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
     abort.abort();
   }, req.timeoutMs);
   try {
-    const res = await request(req.url, {
+    const { origin, path } = targetOf(req.url);
+    const res = await agent.request({
+      origin,
+      path,
       method: 'POST',
-      dispatcher: agent,
       headers: req.headers,
       body: req.body,
       signal: abort,
       headersTimeout: req.timeoutMs,
-    } as Parameters<typeof request>[1]);
+    } as Parameters<Agent['request']>[0]);
     clearTimeout(deadline);
     const durationMs = Math.round(now() - started);
     const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
