@@ -119,7 +119,8 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // The sum of inFlightByEndpoint's counts: requests not yet answered.
   let awaitingAnswer = 0;
   const aborts = new Set<Abort>();
-  const tasks = new Set<Promise<void>>();
+  // Each claimed delivery's run, until its result is written.
+  const tasks = new Map<Claim, Promise<void>>();
   let inFlight = 0;
   let running = false;
   let pumping = false;
@@ -214,45 +215,45 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     inFlight += 1;
     inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
     awaitingAnswer += 1;
-    // Two slots, released at different moments. The endpoint's slot limits
-    // requests to one receiver, so it is free once the answer is in. The
-    // global slot bounds the leases this worker holds (and so the duplicates
-    // if it dies), so it is held until the result is written.
-    const releaseEndpoint = () => {
-      awaitingAnswer -= 1;
-      const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
-      if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
-      else inFlightByEndpoint.set(claim.endpoint_id, n);
-      released(n + 1 >= config.endpointConcurrency);
-    };
-    // One async function rather than a chain of four promises and their
-    // closures per delivery.
-    const run = async (): Promise<void> => {
+    tasks.set(claim, run(claim, report));
+  }
+
+  /**
+   * One delivery from its send to its written result. One async function
+   * declared once, rather than closures and a chain of promises made per
+   * delivery (a busy worker's allocations are its garbage collector's time).
+   */
+  async function run(claim: Claim, report: TickReport | undefined): Promise<void> {
+    try {
+      let finished: Finished;
       try {
-        let finished: Finished;
-        try {
-          finished = await attempt(claim);
-        } finally {
-          releaseEndpoint();
-        }
-        await recorder.push(finished);
-        if (report) {
-          const s = finished.update.state;
-          if (s === 'succeeded') report.succeeded += 1;
-          else if (s === 'pending') report.retrying += 1;
-          else if (s === 'failed') report.failed += 1;
-          else report.skipped += 1;
-        }
-      } catch (err) {
-        deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried');
+        finished = await attempt(claim);
       } finally {
-        inFlight -= 1;
-        tasks.delete(task);
-        released(false);
+        // Two slots, released at different moments. The endpoint's slot
+        // limits requests to one receiver, so it is free once the answer is
+        // in. The global slot bounds the leases this worker holds (and so the
+        // duplicates if it dies), so it is held until the result is written.
+        awaitingAnswer -= 1;
+        const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
+        if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
+        else inFlightByEndpoint.set(claim.endpoint_id, n);
+        released(n + 1 >= config.endpointConcurrency);
       }
-    };
-    const task = run();
-    tasks.add(task);
+      await recorder.push(finished);
+      if (report) {
+        const s = finished.update.state;
+        if (s === 'succeeded') report.succeeded += 1;
+        else if (s === 'pending') report.retrying += 1;
+        else if (s === 'failed') report.failed += 1;
+        else report.skipped += 1;
+      }
+    } catch (err) {
+      deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried');
+    } finally {
+      inFlight -= 1;
+      tasks.delete(claim);
+      released(false);
+    }
   }
 
   async function claimAndLaunch(limit: number, report?: TickReport): Promise<number> {
@@ -415,7 +416,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clearInterval(schemaTimer);
     await unlisten?.();
     unlisten = undefined;
-    const all = Promise.allSettled([...tasks]);
+    const all = Promise.allSettled([...tasks.values()]);
     let graceTimer: NodeJS.Timeout | undefined;
     const expired = await Promise.race([
       all.then(() => false),
@@ -463,7 +464,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const release = recorder.eager();
       try {
         report.claimed = await claimAndLaunch(Math.max(0, config.concurrency - inFlight), report);
-        await Promise.allSettled([...tasks]);
+        await Promise.allSettled([...tasks.values()]);
         await recorder.idle();
       } finally {
         release();
