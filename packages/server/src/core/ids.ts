@@ -13,11 +13,21 @@ import { randomUUID } from 'node:crypto';
  * 0.4 % for this (BENCHMARKS.md, tenth session).
  */
 export function uuidV7(ms: number = Date.now()): string {
-  if (!Number.isSafeInteger(ms) || ms < 0 || ms >= 2 ** 48) throw new RangeError(`a UUID v7 needs whole milliseconds from 0 to 2^48 - 1, got ${ms}`);
-  const time = ms.toString(16).padStart(12, '0');
+  if (ms !== prefixMs) {
+    if (!Number.isSafeInteger(ms) || ms < 0 || ms >= 2 ** 48) throw new RangeError(`a UUID v7 needs whole milliseconds from 0 to 2^48 - 1, got ${ms}`);
+    const time = ms.toString(16).padStart(12, '0');
+    prefix = `${time.slice(0, 8)}-${time.slice(8, 12)}-7`;
+    prefixMs = ms;
+  }
   // randomUUID(): xxxxxxxx-xxxx-4xxx-Vxxx-xxxxxxxxxxxx, with the RFC variant in V.
-  return `${time.slice(0, 8)}-${time.slice(8, 12)}-7${randomUUID().slice(15)}`;
+  return prefix + randomUUID().slice(15);
 }
+
+// The time part of the last millisecond asked for: a busy worker makes many
+// ids in the same millisecond, and writing it out each time was most of
+// what an id cost in allocations.
+let prefixMs = -1;
+let prefix = '';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
