@@ -1,5 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
 import { uuidV7 } from '../src/core/ids.ts';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -19,6 +20,16 @@ describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
   test('a time that does not fit 48 bits of whole milliseconds is refused, not wrapped', () => {
     for (const ms of [-1, 1.5, Number.NaN, Number.POSITIVE_INFINITY, 2 ** 48]) {
       assert.throws(() => uuidV7(ms), RangeError, String(ms));
+    }
+  });
+
+  test("a process's first id checks its time too (the last millisecond is remembered between calls)", () => {
+    const module = new URL('../src/core/ids.ts', import.meta.url).href;
+    for (const ms of ['-1', 'Number.NaN', '1.5']) {
+      const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
+        const { uuidV7 } = await import(${JSON.stringify(module)});
+        try { console.log('made', uuidV7(${ms})); } catch (err) { console.log(err.name); }`]).toString().trim();
+      assert.equal(out, 'RangeError', `first call with ${ms}`);
     }
   });
 

@@ -25,8 +25,9 @@ export function uuidV7(ms: number = Date.now()): string {
 
 // The time part of the last millisecond asked for: a busy worker makes many
 // ids in the same millisecond, and writing it out each time was most of
-// what an id cost in allocations.
-let prefixMs = -1;
+// what an id cost in allocations. NaN equals nothing, so the first call
+// checks its argument like any other new one.
+let prefixMs = Number.NaN;
 let prefix = '';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
