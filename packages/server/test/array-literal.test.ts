@@ -25,6 +25,11 @@ for (const engine of ENGINES) {
       assert.deepEqual((await back<Date>(timeArray(times), 'timestamptz')).map((d) => d.getTime()), times.map((d) => d.getTime()));
     });
 
+    test('undefined is NULL, as the driver wrote it', async () => {
+      assert.deepEqual(await back<string | null>(textArray(['a', undefined]), 'text'), ['a', null]);
+      assert.deepEqual(await back<number | null>(plainArray([1, undefined]), 'int'), [1, null]);
+    });
+
     test('empty arrays', async () => {
       assert.deepEqual(await back<string>(textArray([]), 'text'), []);
       assert.deepEqual(await back<string>(plainArray([]), 'uuid'), []);

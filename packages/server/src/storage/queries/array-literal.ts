@@ -9,14 +9,14 @@
  * the statement (`$2::uuid[]`), so both engines read it the same.
  */
 
-/** Elements written as they are: uuids, integers. No element may need quoting. */
-export function plainArray(values: readonly (string | number | null)[]): string {
-  return `{${values.map((v) => (v === null ? 'NULL' : v)).join(',')}}`;
+/** Elements written as they are: uuids, integers. No element may need quoting. null and undefined are NULL, as the driver wrote them. */
+export function plainArray(values: readonly (string | number | null | undefined)[]): string {
+  return `{${values.map((v) => (v == null ? 'NULL' : v)).join(',')}}`;
 }
 
-/** Text elements, each quoted, with `\` and `"` escaped. */
-export function textArray(values: readonly (string | null)[]): string {
-  return `{${values.map((v) => (v === null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
+/** Text elements, each quoted, with `\` and `"` escaped; null and undefined are NULL. */
+export function textArray(values: readonly (string | null | undefined)[]): string {
+  return `{${values.map((v) => (v == null ? 'NULL' : `"${v.replace(/[\\"]/g, '\\$&')}"`)).join(',')}}`;
 }
 
 /** Times, written as UTC ISO 8601 with milliseconds. */
