@@ -13,7 +13,10 @@ export function hmacSha256Sync(secret: string, payload: Uint8Array): Uint8Array 
  * createHmac reads a string key).
  */
 export function hmacSha256HexSync(secret: string, parts: readonly (string | RawBody)[]): string {
+  // The parts first, then the secret: the order in which the one-buffer
+  // signer reported a bad body and a bad secret given together.
+  const data = parts.map((part) => (typeof part === 'string' || ArrayBuffer.isView(part) ? (part as string | Uint8Array) : toBytes(part)));
   const hmac = createHmac('sha256', checkedSecret(secret));
-  for (const part of parts) hmac.update(typeof part === 'string' || ArrayBuffer.isView(part) ? (part as string | Uint8Array) : toBytes(part));
+  for (const part of data) hmac.update(part);
   return hmac.digest('hex');
 }

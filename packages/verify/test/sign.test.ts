@@ -49,3 +49,9 @@ test('signSync hashes the body in place: every body shape and a non-ASCII secret
     for (const [name, body] of shapes) assert.equal(signSync({ body, secret, timestamp: 1700000000 }), expected, `${name}, secret ${secret}`);
   }
 });
+
+test('a bad body and a bad secret together: both signers report the body first, as they always have', async () => {
+  const body = -1 as unknown as string;
+  assert.throws(() => signSync({ body, secret: '', timestamp: 1 }), RangeError);
+  await assert.rejects(sign({ body, secret: '', timestamp: 1 }), RangeError);
+});
