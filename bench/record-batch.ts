@@ -72,7 +72,7 @@ await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db)
           outcome: 'succeeded',
           error: null,
           url: 'https://127.0.0.1/',
-          requestHeaders: { 'x-service-signature': `v1,${randomBytes(32).toString('base64')}`, 'x-service-timestamp': '1700000000' },
+          signature: `v1=${randomBytes(32).toString('hex')}`,
           responseExcerpt: null,
           testBody: null,
         })),

@@ -16,7 +16,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import { buildRequestHeaders } from '../packages/server/src/dispatcher/request-headers.ts';
+import { buildRequestHeaders } from '../packages/server/src/core/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
 import { CLK_TCK, cpuMs } from './proc-cpu.ts';
 

@@ -95,6 +95,36 @@ for (const engine of ENGINES) {
       assert.equal(missing.status, 404);
     });
 
+    test('the log stores only the signature of a new attempt; one logged before migration 009 shows the headers it stored', async () => {
+      const [first] = (await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts?limit=1`)).json.data;
+      const { rows } = await h.db.query<{ request_headers: unknown; signature: string }>('SELECT request_headers, signature FROM attempts WHERE id = $1', [first.id]);
+      assert.equal(rows[0]!.request_headers, null);
+      assert.match(rows[0]!.signature, /^v1=[0-9a-f]{64}$/);
+
+      // As an older Herald wrote it: every header as a JSON object, no signature column.
+      const old = { 'Content-Type': 'application/json', 'X-Service-Signature': 'v1=' + 'ab'.repeat(32), 'X-Something-Older': 'kept as stored' };
+      const id = '01890000-0000-7000-8000-000000000001';
+      await h.db.query(
+        `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
+         VALUES ($1, $2, $3, $4, 'alarm.created', 1, $5, 5, 'succeeded', $6)`,
+        [id, h.accountId, endpoint.id, events[0]!.id, h.clock.now(), JSON.stringify(old)],
+      );
+      const detail = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts/${id}`);
+      assert.equal(detail.status, 200);
+      assert.deepEqual(detail.json.request.headers, old);
+
+      // A row with neither is refused rather than shown without its signature.
+      await assert.rejects(
+        h.db.query(
+          `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome)
+           VALUES ('01890000-0000-7000-8000-000000000002', $1, $2, $3, 'alarm.created', 1, $4, 5, 'succeeded')`,
+          [h.accountId, endpoint.id, events[0]!.id, h.clock.now()],
+        ),
+        /attempts_headers_kept/,
+      );
+      await h.db.query('DELETE FROM attempts WHERE id = $1', [id]);
+    });
+
     test('the endpoint list carries the newest attempt', async () => {
       const list = await h.api('GET', '/v1/endpoints');
       const [newest] = (await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts?limit=1`)).json.data;

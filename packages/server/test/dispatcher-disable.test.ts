@@ -319,7 +319,7 @@ for (const engine of ENGINES) {
           outcome: 'succeeded',
           error: null,
           url: receiver.url,
-          requestHeaders: { 'x-service-signature': 'v1=00' },
+          signature: 'v1=00',
           responseExcerpt: Buffer.from('ok'),
           testBody: null,
         });
@@ -334,11 +334,11 @@ for (const engine of ENGINES) {
         };
         await recordResults(h.db, batch);
         await recordResults(h.db, batch);
-        const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer; request_headers: object }>(
-          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, request_headers FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[]) ORDER BY delivery_id = $3 DESC',
+        const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer; signature: string }>(
+          'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, signature FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[]) ORDER BY delivery_id = $3 DESC',
           [id, [a!.id, b!.id, c!.id], a!.id],
         );
-        const logged = (x: typeof a) => ({ delivery_id: x!.id, account_id: h.accountId, endpoint_id: id, event_id: x!.event_id, response_excerpt: 'ok', request_headers: { 'x-service-signature': 'v1=00' } });
+        const logged = (x: typeof a) => ({ delivery_id: x!.id, account_id: h.accountId, endpoint_id: id, event_id: x!.event_id, response_excerpt: 'ok', signature: 'v1=00' });
         assert.deepEqual(
           rows.map((r) => ({ ...r, response_excerpt: r.response_excerpt.toString() })),
           [logged(a), logged(c)],

@@ -81,6 +81,15 @@ for (const engine of ENGINES) {
       const log = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts`);
       assert.equal(log.json.data[0].id, res.json.id);
       assert.equal(log.json.data[0].is_test, true);
+      // The log keeps the signature alone and rebuilds the rest: the answer
+      // and the stored attempt both show every header as the receiver got it.
+      const stored = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts/${res.json.id}`);
+      const lower = (headers: Record<string, string>) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+      const received = Object.fromEntries(Object.keys(lower(res.json.request.headers)).map((k) => [k, req.headers[k]]));
+      assert.equal(Object.keys(received).length, 7);
+      assert.deepEqual(lower(res.json.request.headers), received);
+      assert.deepEqual(lower(stored.json.request.headers), received);
+      assert.equal(stored.json.request.body, req.body.toString('utf8'));
       const listed = await h.api('GET', `/v1/endpoints/${endpoint.id}`);
       assert.equal(listed.json.last_attempt.id, res.json.id);
     });

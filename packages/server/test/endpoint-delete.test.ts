@@ -174,7 +174,7 @@ if (ENGINES.includes('postgres')) {
         outcome: 'succeeded' as const,
         error: null,
         url: claim.url,
-        requestHeaders: {},
+        signature: 'v1=00',
         responseExcerpt: null,
         testBody: null,
       };

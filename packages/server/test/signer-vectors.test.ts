@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
-import { buildRequestHeaders } from '../src/dispatcher/request-headers.ts';
+import { buildRequestHeaders } from '../src/core/request-headers.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 
 /** The one file of test vectors, shared with @herald/verify's tests (generated with Python's hmac). */

@@ -12,7 +12,7 @@ import { assertSchemaKnown, SchemaTooNewError } from '../storage/migrate.ts';
 import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
-import { buildRequestHeaders } from './request-headers.ts';
+import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import { Abort, createAgent, sendAttempt } from './send.ts';
 
 export { ATTEMPTS_KEPT };
@@ -204,7 +204,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         outcome: attemptOutcome,
         error,
         url: claim.url,
-        requestHeaders: headers,
+        signature: signatureOf(headers),
         responseExcerpt: sent.excerpt,
         testBody: null,
       },

@@ -1,3 +1,4 @@
+import { loggedHeaders } from '../core/request-headers.ts';
 import type { ApiKeyRow } from '../storage/queries/api-keys.ts';
 import type { AttemptDetailRow, AttemptRow } from '../storage/queries/attempts.ts';
 import type { DeliverySummaryRow } from '../storage/queries/deliveries.ts';
@@ -51,7 +52,7 @@ export function attemptJson(a: AttemptRow) {
 
 /** `fallbackUrl`: the endpoint's address, for attempts recorded before addresses were kept. */
 export function attemptDetailJson(a: AttemptDetailRow, fallbackUrl: string) {
-  return { ...attemptJson(a), request: { url: a.url ?? fallbackUrl, headers: a.request_headers, body: text(a.body) } };
+  return { ...attemptJson(a), request: { url: a.url ?? fallbackUrl, headers: loggedHeaders(a), body: text(a.body) } };
 }
 
 /** An attempt just made (a test event), in the same form as one read back from the log. */
@@ -72,7 +73,8 @@ export function attemptRecordJson(a: AttemptRecord) {
       error: a.error,
       response_excerpt: a.responseExcerpt,
       url: a.url,
-      request_headers: a.requestHeaders,
+      request_headers: null,
+      signature: a.signature,
       body: a.testBody,
     },
     a.url,

@@ -4,7 +4,7 @@ import { uuidV7 } from '../core/ids.ts';
 import { serialiseEnvelope } from '../core/envelope.ts';
 import { classifyOutcome } from '../core/outcome.ts';
 import { decryptSecret } from '../core/secrets.ts';
-import { buildRequestHeaders } from '../dispatcher/request-headers.ts';
+import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import { sendAttempt } from '../dispatcher/send.ts';
 import { invalidField } from '../errors.ts';
 import { getEventTypes } from '../storage/queries/event-types.ts';
@@ -83,7 +83,7 @@ export async function sendTestEvent(
     outcome: outcome.verdict === 'success' ? 'succeeded' : 'failed',
     error: outcome.error,
     url: endpoint.url,
-    requestHeaders: headers,
+    signature: signatureOf(headers),
     responseExcerpt: sent.excerpt,
     testBody: body,
   };

@@ -18,10 +18,15 @@ export interface AttemptRow {
   response_excerpt: Buffer | null;
 }
 
-/** An attempt with what was sent: headers as sent, and the body (a test's own, or the event's bytes). */
+/**
+ * An attempt with what was sent: the body (a test's own, or the event's
+ * bytes) and the headers, stored whole before migration 009 and as the
+ * signature alone since (`loggedHeaders` rebuilds them).
+ */
 export interface AttemptDetailRow extends AttemptRow {
   url: string | null;
-  request_headers: Record<string, string>;
+  request_headers: Record<string, string> | null;
+  signature: string | null;
   body: Buffer | null;
 }
 
@@ -52,7 +57,7 @@ export async function listAttempts(
 
 export async function getAttempt(db: Queryable, p: { accountId: string; endpointId: string; id: string }): Promise<AttemptDetailRow | undefined> {
   const { rows } = await db.query<AttemptDetailRow>(
-    `SELECT ${COLUMNS}, a.url, a.request_headers, COALESCE(a.test_body, ev.body) AS body
+    `SELECT ${COLUMNS}, a.url, a.request_headers, a.signature, COALESCE(a.test_body, ev.body) AS body
        FROM attempts a LEFT JOIN events ev ON NOT a.is_test AND ev.account_id = a.account_id AND ev.id = a.event_id
       WHERE a.account_id = $1 AND a.endpoint_id = $2 AND a.id = $3`,
     [p.accountId, p.endpointId, p.id],
@@ -73,12 +78,21 @@ export async function lastAttempts(db: Queryable, endpointIds: readonly string[]
   return new Map(rows.map((r) => [r.endpoint_id, r]));
 }
 
-/** The attempts of the deliveries of one event (what the log still keeps), oldest first. */
+/**
+ * The attempts of the deliveries of one event (what the log still keeps),
+ * oldest first. Each delivery's are looked for in its endpoint's log, which
+ * the pruning keeps to about ATTEMPTS_KEPT (there is no index by delivery:
+ * it cost an entry per attempt on the hot path, for this page alone).
+ */
 export async function attemptsOfEvent(db: Queryable, accountId: string, eventId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>(
-    `SELECT ${COLUMNS} FROM attempts a
-      WHERE a.delivery_id IN (SELECT id FROM deliveries WHERE account_id = $1 AND event_id = $2)
-      ORDER BY a.started_at, a.id`,
+    `SELECT x.*
+       FROM deliveries d
+      CROSS JOIN LATERAL (
+        SELECT ${COLUMNS} FROM attempts a WHERE a.endpoint_id = d.endpoint_id AND a.delivery_id = d.id OFFSET 0
+      ) x
+      WHERE d.account_id = $1 AND d.event_id = $2
+      ORDER BY x.started_at, x.id`,
     [accountId, eventId],
   );
   return rows;

@@ -24,7 +24,11 @@ export interface AttemptRecord {
   error: string | null;
   /** The address it was sent to. */
   url: string;
-  requestHeaders: Record<string, string>;
+  /**
+   * The X-Service-Signature it was sent with. The log keeps no other header:
+   * the rest follow from the columns (`loggedHeaders`).
+   */
+  signature: string;
   responseExcerpt: Buffer | null;
   testBody: Buffer | null;
 }
@@ -36,14 +40,14 @@ export interface AttemptRecord {
  */
 const INSERT_ATTEMPTS = `
   INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                        started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, test_body, url)
+                        started_at, duration_ms, status_code, outcome, error, signature, response_excerpt, test_body, url)
   SELECT v.id, v.account_id, v.endpoint_id, v.delivery_id, v.event_id, v.event_type, v.attempt_number, v.is_test,
-         v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.request_headers,
+         v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.signature,
          decode(v.response_excerpt, 'base64'), decode(v.test_body, 'base64'), v.url
     FROM jsonb_to_recordset($1::jsonb) AS v(
            id uuid, account_id uuid, endpoint_id uuid, delivery_id uuid, event_id uuid, event_type text, attempt_number int,
            is_test bool, started_at timestamptz, duration_ms int, status_code int, outcome text, error text,
-           request_headers jsonb, response_excerpt text, test_body text, url text)
+           signature text, response_excerpt text, test_body text, url text)
     JOIN endpoints ep ON ep.id = v.endpoint_id
      -- What a foreign key would check (docs/decisions/0008): an endpoint
      -- being deleted is waited for, and then gets no attempt.
@@ -66,7 +70,7 @@ function attemptsJson(attempts: readonly AttemptRecord[]): string {
       status_code: a.statusCode,
       outcome: a.outcome,
       error: a.error,
-      request_headers: a.requestHeaders,
+      signature: a.signature,
       response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
       test_body: a.testBody?.toString('base64') ?? null,
       url: a.url,
@@ -101,7 +105,7 @@ const STREAK = `(CASE WHEN s.reset THEN s.failures ELSE ep.failure_streak + s.fa
  * to encode than an array per column.
  */
 function sentAttemptJson(a: AttemptRecord): unknown[] {
-  return [a.id, a.deliveryId, a.eventType, a.attemptNumber, a.startedAt, a.durationMs, a.statusCode, a.outcome, a.error, a.requestHeaders, a.responseExcerpt?.toString('base64') ?? null, a.url];
+  return [a.id, a.deliveryId, a.eventType, a.attemptNumber, a.startedAt, a.durationMs, a.statusCode, a.outcome, a.error, a.signature, a.responseExcerpt?.toString('base64') ?? null, a.url];
 }
 
 const RECORD_RESULTS = `
@@ -144,9 +148,9 @@ const RECORD_RESULTS = `
     -- update's RETURNING for nearly every attempt, so logging one costs no
     -- second visit to its delivery.
     INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                          started_at, duration_ms, status_code, outcome, error, request_headers, response_excerpt, url)
+                          started_at, duration_ms, status_code, outcome, error, signature, response_excerpt, url)
     SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
-           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->9, decode(j->>10, 'base64'), j->>11
+           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->>9, decode(j->>10, 'base64'), j->>11
       FROM (SELECT s.j, a.account_id, a.endpoint_id, a.id, a.event_id FROM sent s JOIN applied a ON a.id = s.delivery_id
             UNION ALL
             SELECT j, account_id, endpoint_id, id, event_id FROM lost) AS d

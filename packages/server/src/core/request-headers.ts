@@ -1,0 +1,60 @@
+import { CONTENT_TYPE, HEADER, USER_AGENT } from '@herald/verify';
+import { signSync } from '@herald/verify/node';
+import { unixSeconds } from './clock.ts';
+
+/**
+ * The headers of one attempt, exactly as SPEC.md names them. Every one but
+ * the signature follows from what the attempt log keeps in columns (the
+ * attempt's id, its start, its event), so the log stores the signature alone
+ * and shows the headers through this same function (`loggedHeaders`): what
+ * is shown cannot drift from what is sent.
+ */
+export function attemptHeaders(p: { eventType: string; eventId: string; attemptId: string; timestamp: number; signature: string }): Record<string, string> {
+  return {
+    [HEADER.contentType]: CONTENT_TYPE,
+    [HEADER.userAgent]: USER_AGENT,
+    [HEADER.event]: p.eventType,
+    [HEADER.eventId]: p.eventId,
+    [HEADER.deliveryId]: p.attemptId,
+    [HEADER.timestamp]: String(p.timestamp),
+    [HEADER.signature]: p.signature,
+  };
+}
+
+/**
+ * The headers of one attempt, signed at send time with the endpoint's
+ * current secret through the one signer in @herald/verify.
+ */
+export function buildRequestHeaders(p: {
+  eventType: string;
+  eventId: string;
+  attemptId: string;
+  timestamp: number;
+  body: Buffer;
+  secret: string;
+}): Record<string, string> {
+  const signature = signSync({ body: p.body, secret: p.secret, timestamp: p.timestamp });
+  return attemptHeaders({ eventType: p.eventType, eventId: p.eventId, attemptId: p.attemptId, timestamp: p.timestamp, signature });
+}
+
+/** The signature header of headers built above. */
+export function signatureOf(headers: Record<string, string>): string {
+  return headers[HEADER.signature]!;
+}
+
+/**
+ * The headers an attempt in the log was sent with: rebuilt from its columns
+ * and stored signature, or, for attempts logged before migration 009, as
+ * they were stored whole.
+ */
+export function loggedHeaders(a: {
+  id: string;
+  event_id: string;
+  event_type: string;
+  started_at: Date;
+  request_headers: Record<string, string> | null;
+  signature: string | null;
+}): Record<string, string> {
+  if (a.request_headers) return a.request_headers;
+  return attemptHeaders({ eventType: a.event_type, eventId: a.event_id, attemptId: a.id, timestamp: unixSeconds(a.started_at), signature: a.signature ?? '' });
+}

@@ -1,0 +1,23 @@
+-- The attempt log writes less per attempt (BENCHMARKS.md, thirteenth session).
+--
+-- 1. Each attempt stored its seven request headers as a jsonb object: about
+--    400 bytes parsed, stored and written to the WAL per attempt, which was
+--    a quarter of the WAL of recording a delivery. Six of the seven follow
+--    from columns the row has anyway (content type and user agent are
+--    SPEC.md's constants; the event type, event id, attempt id and the
+--    timestamp, which is started_at in whole seconds). Only the signature
+--    does not. New attempts store the signature alone and request_headers
+--    NULL; the API and the panel rebuild the headers with the function the
+--    dispatcher sends them with (loggedHeaders in core/request-headers.ts).
+--    Attempts logged before this keep their headers as they were stored.
+--
+-- 2. attempts_delivery (delivery_id) was read only to list the attempts of
+--    one event's deliveries, and cost an index entry per attempt. That list
+--    now walks each delivery's endpoint's log (attempts_endpoint_recent),
+--    which the pruning keeps to about a hundred attempts per endpoint.
+ALTER TABLE attempts ADD COLUMN signature text;
+ALTER TABLE attempts ALTER COLUMN request_headers DROP NOT NULL;
+-- Every row already has its headers; NOT VALID skips a scan of the table
+-- under an exclusive lock to prove it. New rows are checked all the same.
+ALTER TABLE attempts ADD CONSTRAINT attempts_headers_kept CHECK (request_headers IS NOT NULL OR signature IS NOT NULL) NOT VALID;
+DROP INDEX IF EXISTS attempts_delivery;
