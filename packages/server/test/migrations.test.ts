@@ -96,7 +96,7 @@ for (const engine of ENGINES) {
       const other = await empty.connect();
       const runs = await Promise.all([prepareDatabase(empty.db), prepareDatabase(other), prepareDatabase(other)]);
       const all = (await loadMigrations()).map((m) => m.version);
-      assert.deepEqual(runs.flat().sort(), all, `applied once in all: ${JSON.stringify(runs)}`);
+      assert.deepEqual(runs.flat().sort((a, b) => a - b), all, `applied once in all: ${JSON.stringify(runs)}`);
       // Which run applies which is left to the lock: each migration takes it
       // on its own, so one run may apply the first few and another the rest.
       const recorded = await empty.db.query<{ version: number }>('SELECT version FROM herald_migrations ORDER BY version');
