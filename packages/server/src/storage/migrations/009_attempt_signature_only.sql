@@ -13,7 +13,7 @@
 --
 -- 2. attempts_delivery (delivery_id) was read only to list the attempts of
 --    one event's deliveries, and cost an index entry per attempt. That list
---    now walks each delivery's endpoint's log (attempts_endpoint_recent; the key since migration 010),
+--    now walks each delivery's endpoint's log (attempts_endpoint_recent),
 --    which the pruning keeps to about a hundred attempts per endpoint.
 ALTER TABLE attempts ADD COLUMN signature text;
 ALTER TABLE attempts ALTER COLUMN request_headers DROP NOT NULL;

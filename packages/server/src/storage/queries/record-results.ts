@@ -52,7 +52,7 @@ const INSERT_ATTEMPTS = `
      -- What a foreign key would check (docs/decisions/0008): an endpoint
      -- being deleted is waited for, and then gets no attempt.
      FOR KEY SHARE OF ep
-  ON CONFLICT (endpoint_id, started_at, id) DO NOTHING`;
+  ON CONFLICT (id) DO NOTHING`;
 
 function attemptsJson(attempts: readonly AttemptRecord[]): string {
   return JSON.stringify(
@@ -154,7 +154,7 @@ const RECORD_RESULTS = `
       FROM (SELECT s.j, a.account_id, a.endpoint_id, a.id, a.event_id FROM sent s JOIN applied a ON a.id = s.delivery_id
             UNION ALL
             SELECT j, account_id, endpoint_id, id, event_id FROM lost) AS d
-    ON CONFLICT (endpoint_id, started_at, id) DO NOTHING
+    ON CONFLICT (id) DO NOTHING
   ), ended AS (
     SELECT a.*, max(a.ord) FILTER (WHERE a.state = 'succeeded') OVER (PARTITION BY a.endpoint_id) AS last_success
       FROM applied a WHERE a.state IN ('succeeded', 'failed')
