@@ -95,36 +95,6 @@ for (const engine of ENGINES) {
       assert.equal(missing.status, 404);
     });
 
-    test('the log stores only the signature of a new attempt; one logged before migration 009 shows the headers it stored', async () => {
-      const [first] = (await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts?limit=1`)).json.data;
-      const { rows } = await h.db.query<{ request_headers: unknown; signature: string }>('SELECT request_headers, signature FROM attempts WHERE id = $1', [first.id]);
-      assert.equal(rows[0]!.request_headers, null);
-      assert.match(rows[0]!.signature, /^v1=[0-9a-f]{64}$/);
-
-      // As an older Herald wrote it: every header as a JSON object, no signature column.
-      const old = { 'Content-Type': 'application/json', 'X-Service-Signature': 'v1=' + 'ab'.repeat(32), 'X-Something-Older': 'kept as stored' };
-      const id = '01890000-0000-7000-8000-000000000001';
-      await h.db.query(
-        `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
-         VALUES ($1, $2, $3, $4, 'alarm.created', 1, $5, 5, 'succeeded', $6)`,
-        [id, h.accountId, endpoint.id, events[0]!.id, h.clock.now(), JSON.stringify(old)],
-      );
-      const detail = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts/${id}`);
-      assert.equal(detail.status, 200);
-      assert.deepEqual(detail.json.request.headers, old);
-
-      // A row with neither is refused rather than shown without its signature.
-      await assert.rejects(
-        h.db.query(
-          `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome)
-           VALUES ('01890000-0000-7000-8000-000000000002', $1, $2, $3, 'alarm.created', 1, $4, 5, 'succeeded')`,
-          [h.accountId, endpoint.id, events[0]!.id, h.clock.now()],
-        ),
-        /attempts_headers_kept/,
-      );
-      await h.db.query('DELETE FROM attempts WHERE id = $1', [id]);
-    });
-
     test('the endpoint list carries the newest attempt', async () => {
       const list = await h.api('GET', '/v1/endpoints');
       const [newest] = (await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts?limit=1`)).json.data;
@@ -233,6 +203,85 @@ for (const engine of ENGINES) {
       const none = await h.api('GET', '/v1/event-types/parcel.teleported');
       assert.equal(none.status, 404);
       assert.match(none.json.detail, /GET \/v1\/event-types/);
+    });
+  });
+}
+
+for (const engine of ENGINES) {
+  describe(`the attempt log keeps the signature and rebuilds the headers [${engine}]`, () => {
+    let h: TestHerald;
+    const receivers: Receiver[] = [];
+    const endpoints: Array<{ id: string; url: string }> = [];
+    let event: { id: string };
+
+    before(async () => {
+      h = await createTestHerald(engine);
+      for (let i = 0; i < 2; i++) {
+        const receiver = await startReceiver();
+        receivers.push(receiver);
+        endpoints.push((await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['alarm.created'] })).json);
+      }
+      // Sent at .999 of a second: a timestamp rounded instead of cut to the
+      // second would differ from the one signed and sent.
+      h.clock.set(new Date('2026-11-20T09:00:07.999Z'));
+      event = (await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() })).json;
+      // Another event's attempts in the same endpoint logs, which the event's page must leave out.
+      await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      await h.drain({ advanceMs: 0 });
+      for (const r of receivers) assert.equal(r.requests.length, 2);
+    });
+    const sentFor = (i: number) => receivers[i]!.requests.find((r) => r.headers['x-service-event-id'] === event.id)!;
+    after(async () => {
+      for (const r of receivers) await r.close();
+      await h.close();
+    });
+
+    test("each endpoint's attempt shows every header exactly as its receiver got it; the row holds the signature alone", async () => {
+      for (const [i, endpoint] of endpoints.entries()) {
+        const sent = sentFor(i);
+        assert.equal(sent.headers['x-service-timestamp'], '1795165207');
+        const id = sent.headers['x-service-delivery-id'] as string;
+        const detail = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts/${id}`);
+        assert.equal(detail.status, 200);
+        const shown = detail.json.request.headers as Record<string, string>;
+        assert.deepEqual(Object.keys(shown).sort(), ['Content-Type', 'User-Agent', 'X-Service-Delivery-ID', 'X-Service-Event', 'X-Service-Event-ID', 'X-Service-Signature', 'X-Service-Timestamp'].sort());
+        for (const [name, value] of Object.entries(shown)) assert.equal(value, sent.headers[name.toLowerCase()], name);
+        const { rows } = await h.db.query<{ request_headers: unknown; signature: string }>('SELECT request_headers, signature FROM attempts WHERE id = $1', [id]);
+        assert.deepEqual(rows, [{ request_headers: null, signature: sent.headers['x-service-signature'] }]);
+      }
+    });
+
+    test("the event's page gives each delivery its own attempts, found in its endpoint's log", async () => {
+      const page = await h.api('GET', `/v1/events/${event.id}`);
+      assert.equal(page.status, 200);
+      const byEndpoint = Object.fromEntries(
+        page.json.deliveries.map((d: { endpoint_id: string; attempt_log: Array<{ id: string }> }) => [d.endpoint_id, d.attempt_log.map((a) => a.id)]),
+      );
+      assert.deepEqual(byEndpoint, Object.fromEntries(endpoints.map((e, i) => [e.id, [sentFor(i).headers['x-service-delivery-id']]])));
+    });
+
+    test('an attempt logged before migration 009 shows the headers it stored; a row with neither headers nor signature is refused', async () => {
+      const endpoint = endpoints[0]!;
+      // As an older Herald wrote it: every header as a JSON object, no signature column.
+      const old = { 'Content-Type': 'application/json', 'X-Service-Signature': 'v1=' + 'ab'.repeat(32), 'X-Something-Older': 'kept as stored' };
+      const id = '01890000-0000-7000-8000-000000000001';
+      await h.db.query(
+        `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
+         VALUES ($1, $2, $3, $4, 'alarm.created', 1, $5, 5, 'succeeded', $6)`,
+        [id, h.accountId, endpoint.id, event.id, h.clock.now(), JSON.stringify(old)],
+      );
+      const detail = await h.api('GET', `/v1/endpoints/${endpoint.id}/attempts/${id}`);
+      assert.equal(detail.status, 200);
+      assert.deepEqual(detail.json.request.headers, old);
+
+      await assert.rejects(
+        h.db.query(
+          `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome)
+           VALUES ('01890000-0000-7000-8000-000000000002', $1, $2, $3, 'alarm.created', 1, $4, 5, 'succeeded')`,
+          [h.accountId, endpoint.id, event.id, h.clock.now()],
+        ),
+        /attempts_headers_kept/,
+      );
     });
   });
 }

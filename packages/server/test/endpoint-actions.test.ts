@@ -57,6 +57,9 @@ for (const engine of ENGINES) {
     test('a test event is one signed webhook.test request; the answer comes back at once and lands in the log marked as a test', async () => {
       receiver.respond({ status: 200, body: 'thanks' });
       const before = receiver.requests.length;
+      // At .999 of a second: the log rebuilds the timestamp from the start time,
+      // and a rounded one would differ from the one signed and sent.
+      h.clock.set(new Date(Math.floor(h.clock.now().getTime() / 1000) * 1000 + 1999));
       const res = await h.api('POST', `/v1/endpoints/${endpoint.id}/test`, {});
       assert.equal(res.status, 200);
       assert.equal(res.json.outcome, 'succeeded');

@@ -105,3 +105,36 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+for (const engine of ENGINES) {
+  describe(`migration 009 over an attempt log written before it [${engine}]`, () => {
+    let empty: EmptyDb;
+    before(async () => {
+      empty = await createEmptyDb(engine);
+    });
+    after(async () => {
+      await empty.close();
+    });
+
+    test('attempts logged before keep their stored headers; the delivery index goes and the endpoint index carries the delivery id', async () => {
+      // Held back: migrate() passes over a version it finds recorded.
+      await empty.db.query(`CREATE TABLE herald_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await empty.db.query(`INSERT INTO herald_migrations (version, name) VALUES (9, 'held back')`);
+      assert.ok(!(await prepareDatabase(empty.db)).includes(9));
+      const headers = { 'Content-Type': 'application/json', 'X-Service-Signature': 'v1=' + 'cd'.repeat(32) };
+      await empty.db.query(
+        `INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
+         VALUES ('01890000-0000-7000-8000-0000000000a1', gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), gen_random_uuid(), 'alarm.created', 1, now(), 5, 'succeeded', $1)`,
+        [JSON.stringify(headers)],
+      );
+
+      await empty.db.query('DELETE FROM herald_migrations WHERE version = 9');
+      assert.deepEqual(await prepareDatabase(empty.db), [9]);
+      const { rows } = await empty.db.query<{ request_headers: unknown; signature: string | null }>('SELECT request_headers, signature FROM attempts');
+      assert.deepEqual(rows, [{ request_headers: headers, signature: null }]);
+      const indexes = await empty.db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'attempts' ORDER BY indexname`);
+      assert.deepEqual(indexes.rows.map((r) => r.indexname), ['attempts_endpoint_recent', 'attempts_pkey']);
+      assert.match(indexes.rows[0]!.indexdef, /\(endpoint_id, started_at DESC, delivery_id\)/);
+    });
+  });
+}

@@ -7,7 +7,9 @@ import { unixSeconds } from './clock.ts';
  * the signature follows from what the attempt log keeps in columns (the
  * attempt's id, its start, its event), so the log stores the signature alone
  * and shows the headers through this same function (`loggedHeaders`): what
- * is shown cannot drift from what is sent.
+ * is shown cannot drift from what is sent. That holds while CONTENT_TYPE and
+ * USER_AGENT stay as they are: a change to either must store them with the
+ * attempts sent from then on (docs/delivery.md, "The attempt log").
  */
 export function attemptHeaders(p: { eventType: string; eventId: string; attemptId: string; timestamp: number; signature: string }): Record<string, string> {
   return {

@@ -13,11 +13,17 @@
 --
 -- 2. attempts_delivery (delivery_id) was read only to list the attempts of
 --    one event's deliveries, and cost an index entry per attempt. That list
---    now walks each delivery's endpoint's log (attempts_endpoint_recent),
---    which the pruning keeps to about a hundred attempts per endpoint.
+--    now walks each delivery's endpoint's log instead, through
+--    attempts_endpoint_recent, which carries the delivery id as a third key
+--    column: the delivery is matched inside the index, so the walk reads only
+--    the matching rows from the table. (Without it, in a review's test with
+--    6,000 attempts per endpoint, an event's ten deliveries read 43,000
+--    buffers instead of 50.) Same entries, 16 bytes longer each.
 ALTER TABLE attempts ADD COLUMN signature text;
 ALTER TABLE attempts ALTER COLUMN request_headers DROP NOT NULL;
 -- Every row already has its headers; NOT VALID skips a scan of the table
 -- under an exclusive lock to prove it. New rows are checked all the same.
 ALTER TABLE attempts ADD CONSTRAINT attempts_headers_kept CHECK (request_headers IS NOT NULL OR signature IS NOT NULL) NOT VALID;
 DROP INDEX IF EXISTS attempts_delivery;
+DROP INDEX attempts_endpoint_recent;
+CREATE INDEX attempts_endpoint_recent ON attempts (endpoint_id, started_at DESC, delivery_id);
