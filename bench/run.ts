@@ -250,6 +250,13 @@ interface Result {
   steadyCpu: CpuUse;
   /** Share of the machine's CPU time busy during the burst (all processes). */
   machineBusy: number;
+  /**
+   * PostgreSQL's WAL in KiB per 1,000 deliveries, in the burst and in the
+   * steady phase's measured window (null on PGlite). The whole server's WAL:
+   * nothing else should write to that server during the run. Unlike CPU time,
+   * it does not move with the machine's speed.
+   */
+  wal: { burst: number; steady: number } | null;
 }
 
 type Cleanup = () => Promise<void> | void;
@@ -270,6 +277,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
   try {
     // The receiver listens on loopback, which Herald refuses unless allowed.
     const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
+    let walNow: (() => Promise<string>) | undefined;
+    let walKiB: ((from: string, to: string, per: number) => Promise<number>) | undefined;
     if (engine === 'pglite') {
       const dir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
       cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
@@ -284,6 +293,9 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
         await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
       });
+      walNow = async () => (await admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
+      walKiB = async (from, to, per) =>
+        (Number((await admin.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [to, from])).rows[0]!.n) * 1000) / per / 1024;
       const u = new URL(opts['database-url']!);
       u.pathname = `/${name}`;
       env.DATABASE_URL = u.toString();
@@ -343,6 +355,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const batches = Array.from({ length: Math.ceil(EVENTS / 100) }, () => Array.from({ length: 100 }, () => gen.next().value));
     const heraldPids = processes.map((p) => p.pid!);
     const receiverPid = receiver.child.pid!;
+    const wal0 = await walNow?.();
     const cpu0 = cpuSnapshot(heraldPids, receiverPid, engine);
     const t0 = Date.now();
     let next = 0;
@@ -355,6 +368,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const burst = await waitFor(receiver, EVENTS * ENDPOINTS, 30 * 60_000);
     const e2eSeconds = (burst.last - t0) / 1000;
     const { use: cpu, busy: machineBusy } = cpuSince(cpu0, heraldPids, receiverPid, engine, EVENTS * ENDPOINTS);
+    const wal1 = await walNow?.();
 
     // Phase 2: a steady RATE events/s, one POST each, to one endpoint: WARMUP s
     // to warm up (the single-event path is new to the API's JIT, the tables'
@@ -365,6 +379,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const start = Date.now();
     const measureFrom = start + WARMUP * 1000;
     let steady0: CpuSnapshot | undefined;
+    let steadyWal0: Promise<string> | undefined;
     const inflight: Promise<unknown>[] = [];
     // Send whatever is due, then yield for 2 ms: setTimeout cannot wait 1 ms
     // a thousand times a second, so pacing per event would cap the rate.
@@ -372,7 +387,10 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       const due = Math.min(warmupEvents + total, Math.floor(((Date.now() - start) * RATE) / 1000) + 1);
       for (; sent < due; sent++) {
         // The measured window's CPU starts with its first publish.
-        if (sent === warmupEvents) steady0 ??= cpuSnapshot(heraldPids, receiverPid, engine);
+        if (sent === warmupEvents) {
+          steady0 ??= cpuSnapshot(heraldPids, receiverPid, engine);
+          steadyWal0 ??= walNow?.();
+        }
         inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
       }
       await new Promise((r) => setTimeout(r, 2));
@@ -382,6 +400,11 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const got = await waitFor(receiver, warmupEvents + total, 5 * 60_000);
     // CPU from the first measured publish to the last receipt, per measured event.
     const steadyCpu = cpuSince(steady0!, heraldPids, receiverPid, engine, total).use;
+    const steadyWal1 = await walNow?.();
+    const wal =
+      walKiB && wal0 && wal1 && steadyWal0 && steadyWal1
+        ? { burst: await walKiB(wal0, wal1, EVENTS * ENDPOINTS), steady: await walKiB(await steadyWal0, steadyWal1, total) }
+        : null;
     // An event belongs to the window Herald accepted it in (created_at): the
     // few warm-up events still in the API when the window opened count as measured.
     const measured = got.latencies.filter((_, i) => got.created[i]! >= measureFrom);
@@ -407,6 +430,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       cpu,
       steadyCpu,
       machineBusy,
+      wal,
     };
   } finally {
     running.delete(cleanups);
@@ -491,6 +515,10 @@ console.log(`\nSteady phase, CPU ms per 1,000 events (one delivery each): Herald
 for (const r of results) {
   const c = r.steadyCpu;
   console.log(`- ${r.engine}: ${c.herald.map(fmt).join(' + ')} / ${c.postgres === null ? 'in Herald' : fmt(c.postgres)} / ${fmt(c.receiver)} / ${fmt(c.generator)} / ${fmt(c.machine)}`);
+}
+if (results.some((r) => r.wal)) {
+  console.log(`\nPostgreSQL's WAL, KiB per 1,000 deliveries (the whole server's; it does not move with the machine's speed): burst / steady phase`);
+  for (const r of results) if (r.wal) console.log(`- ${r.engine}: ${fmt(r.wal.burst)} / ${fmt(r.wal.steady)}`);
 }
 if (WARMUP > 0) {
   console.log(`\nSteady phase's warm-up (${WARMUP} s at the same rate, left out of p50 / p99 above): p99 ingest→receipt`);
