@@ -81,8 +81,10 @@ export async function lastAttempts(db: Queryable, endpointIds: readonly string[]
 /**
  * The attempts of the deliveries of one event (what the log still keeps),
  * oldest first. Each delivery's are looked for in its endpoint's log, which
- * the pruning keeps to about ATTEMPTS_KEPT (there is no index by delivery:
- * it cost an entry per attempt on the hot path, for this page alone).
+ * the pruning keeps to about ATTEMPTS_KEPT, through attempts_endpoint_recent,
+ * whose third column (the delivery) is matched inside the index. There is no
+ * index by delivery: it cost an entry per attempt on the hot path, for this
+ * page alone (migration 009).
  */
 export async function attemptsOfEvent(db: Queryable, accountId: string, eventId: string): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>(
