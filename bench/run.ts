@@ -442,6 +442,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
 async function measureCeiling(n: number): Promise<{ rate: number; cpu: number; receiverCpu: number }> {
   const receiver = await startReceiver();
   const agent = new Agent({ connections: ENDPOINT_CONCURRENCY, connect: { ca: readFileSync(CA) } });
+  const origin = `https://localhost:${receiver.port}`;
   const gen = logisticsEvents();
   const eventId = crypto.randomUUID();
   const body = Buffer.from(JSON.stringify({ id: eventId, type: 'alarm.created', created_at: new Date().toISOString(), data: gen.next().value.data }));
@@ -462,13 +463,11 @@ async function measureCeiling(n: number): Promise<{ rate: number; cpu: number; r
           body,
           secret: 'whsec_bench',
         });
-        const res = await request(`https://localhost:${receiver.port}/ceiling`, {
-          method: 'POST',
-          dispatcher: agent,
-          headers,
-          body,
-        });
-        await res.body.dump();
+        // Called as the worker calls undici (send.ts): the agent's own
+        // request() with the origin and path given, not request(url), which
+        // parses the address on every call; a bodiless 204 is not read.
+        const res = await agent.request({ origin, path: '/ceiling', method: 'POST', headers, body });
+        if (res.statusCode !== 204) await res.body.dump();
       }
     }),
   );
