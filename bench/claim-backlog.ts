@@ -8,6 +8,7 @@
  */
 import { parseArgs } from 'node:util';
 import { claimDeliveries } from '../packages/server/src/storage/queries/claim-deliveries.ts';
+import { CLAIM_SCAN_FACTOR } from '../packages/server/src/dispatcher/claim.ts';
 import { BENCH_ACCOUNT, withScratchDatabase } from './scratch-database.ts';
 
 const { values: opts } = parseArgs({
@@ -51,7 +52,7 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
       await db.query(`UPDATE deliveries SET next_attempt_at = now() - interval '1 minute', lease_token = NULL, lease_until = NULL, attempts = 0 WHERE endpoint_id = $1`, [other]);
       const now = new Date();
       const t0 = performance.now();
-      const rows = await claimDeliveries(db, { now, limit: CAP, scan: 4 * CAP, leaseUntil: new Date(now.getTime() + 60_000), maxAttempts: 7, endpointCap: CAP, inFlight });
+      const rows = await claimDeliveries(db, { now, limit: CAP, scan: CLAIM_SCAN_FACTOR * CAP, leaseUntil: new Date(now.getTime() + 60_000), maxAttempts: 7, endpointCap: CAP, inFlight });
       if (i >= 0) {
         ms += performance.now() - t0;
         taken += rows.length;
@@ -61,7 +62,7 @@ async function measure(backlog: number): Promise<{ ms: number; taken: number }> 
   });
 }
 
-console.log(`One claim (room for ${CAP} at the other endpoint, head of ${4 * CAP} rows), mean of ${CLAIMS}, PostgreSQL:`);
+console.log(`One claim (room for ${CAP} at the other endpoint, head of ${CLAIM_SCAN_FACTOR * CAP} rows, as the dispatcher reads it), mean of ${CLAIMS}, PostgreSQL:`);
 console.log('| capped endpoint\'s due backlog | ms per claim | rows of the other endpoint taken |');
 console.log('|---:|---:|---:|');
 for (const n of opts.backlog!.split(',').map(Number)) {
