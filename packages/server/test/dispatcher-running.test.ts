@@ -118,6 +118,47 @@ for (const engine of ENGINES) {
     });
   });
 
+  describe(`endpoints that share an origin [${engine}]`, () => {
+    test("a request waiting for the origin's connection is not failed by the wait: its deadline starts when it gets one", async () => {
+      // One connection per origin and a 1 s deadline; the receiver takes 0.6 s per request.
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, requestTimeoutMs: 1000 } });
+      const receiver = await startReceiver();
+      receiver.respond({ status: 204, delayMs: 600 });
+      try {
+        for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
+        await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+        // Both go at once; the second waits 0.6 s for the connection, then
+        // takes 0.6 s itself: 1.2 s in all, but 0.6 s of its deadline.
+        const report = await h.dispatcher.tick();
+        assert.deepEqual([report.claimed, report.succeeded, report.retrying], [2, 2, 0]);
+        assert.deepEqual(receiver.requests.map((r) => r.path.slice(-2)).sort(), ['/a', '/b']);
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
+
+    test('a request that waited for the connection and gets no answer still times out', async () => {
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, requestTimeoutMs: 300 } });
+      const receiver = await startReceiver();
+      receiver.respond({ hang: true });
+      try {
+        for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
+        await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+        // The first hangs until its deadline and its connection is closed;
+        // the second then gets a connection of its own and hangs too.
+        const report = await h.dispatcher.tick();
+        assert.deepEqual([report.claimed, report.retrying], [2, 2]);
+        assert.equal(receiver.requests.length, 2, 'both were sent before they timed out');
+        const { rows } = await h.db.query<{ last_error: string }>('SELECT last_error FROM deliveries ORDER BY endpoint_id');
+        assert.deepEqual(rows.map((r) => r.last_error), ['timed out after 0.3 s', 'timed out after 0.3 s']);
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
+  });
+
   describe(`attempt log retention [${engine}]`, () => {
     test('pruning keeps the newest 100 attempts of each endpoint', async () => {
       const h = await createTestHerald(engine);

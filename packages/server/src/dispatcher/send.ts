@@ -17,6 +17,12 @@ export interface SendRequest {
   timeoutMs: number;
   /** Aborts the attempt early (shutdown); the deadline uses it too. */
   abort?: Abort;
+  /**
+   * Every connection to the origin is taken by other requests: this one waits
+   * in undici's queue, and its deadline starts when it gets a connection (see
+   * `sendAttempt`).
+   */
+  queued?: boolean;
 }
 
 /**
@@ -181,9 +187,87 @@ function targetOf(url: string): { origin: string; path: string } {
   return target;
 }
 
+/** Set on a request's options: called when undici hands the request to a connection. */
+const onStart = Symbol('herald.onStart');
+type StartOptions = Parameters<Agent['dispatch']>[0] & { [onStart]?: () => void };
+
+/**
+ * Passes undici's callbacks through to the request's own handler, and calls
+ * `start` first when the request gets its connection (`onConnect`, just
+ * before undici writes it).
+ */
+type Callbacks = { [name: string]: ((...args: unknown[]) => unknown) | undefined };
+class StartHook {
+  constructor(
+    private readonly handler: Callbacks,
+    private readonly start: () => void,
+  ) {}
+  onConnect(...args: unknown[]) {
+    this.start();
+    return this.handler.onConnect?.(...args);
+  }
+  onResponseStarted(...args: unknown[]) {
+    return this.handler.onResponseStarted?.(...args);
+  }
+  onHeaders(...args: unknown[]) {
+    return this.handler.onHeaders?.(...args);
+  }
+  onUpgrade(...args: unknown[]) {
+    return this.handler.onUpgrade?.(...args);
+  }
+  onData(...args: unknown[]) {
+    return this.handler.onData?.(...args);
+  }
+  onComplete(...args: unknown[]) {
+    return this.handler.onComplete?.(...args);
+  }
+  onError(...args: unknown[]) {
+    return this.handler.onError?.(...args);
+  }
+  onBodySent(...args: unknown[]) {
+    return this.handler.onBodySent?.(...args);
+  }
+  onRequestSent(...args: unknown[]) {
+    return this.handler.onRequestSent?.(...args);
+  }
+}
+
+/**
+ * The agent, with `dispatch` hooked for requests that carry `onStart`:
+ * undici's `request()` builds its handler and calls `this.dispatch`, so an
+ * object whose prototype is the agent sees every request first. Only a
+ * queued request pays for the hook.
+ */
+const hooked = new WeakMap<Agent, Agent>();
+function hookedAgent(agent: Agent): Agent {
+  let h = hooked.get(agent);
+  if (!h) {
+    h = Object.create(agent) as Agent;
+    h.dispatch = (opts: StartOptions, handler) => {
+      const start = opts[onStart];
+      return agent.dispatch(opts, start ? (new StartHook(handler as never, start) as unknown as typeof handler) : handler);
+    };
+    hooked.set(agent, h);
+  }
+  return h;
+}
+
+/** The origin (scheme, host and port) of an address: what undici keeps one pool of connections for. */
+export function originOf(url: string): string {
+  return targetOf(url).origin;
+}
+
 /**
  * Sends one attempt. The deadline covers connecting, sending and receiving
  * the status line and headers; the body is never interpreted.
+ *
+ * The deadline does not cover a wait for a connection that other requests to
+ * the origin hold (`queued`: endpoints that share an origin share its
+ * connections). Such a request's deadline starts when undici hands it a
+ * connection, so a wait behind slow requests cannot fail it unsent. A
+ * request queued like that goes out on a connection already open, so there
+ * is nothing to connect; if that connection closes meanwhile and undici opens
+ * a new one, the connect is bounded by undici's own connect timeout.
  */
 export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
   const started = now();
@@ -191,13 +275,17 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
   // AbortSignal.timeout() combined with AbortSignal.any() on every attempt.
   const abort = req.abort ?? new Abort();
   let timedOut = false;
-  const deadline = setTimeout(() => {
-    timedOut = true;
-    abort.abort();
-  }, req.timeoutMs);
+  let deadline: NodeJS.Timeout | undefined;
+  const startDeadline = () => {
+    deadline = setTimeout(() => {
+      timedOut = true;
+      abort.abort();
+    }, req.timeoutMs);
+  };
+  if (!req.queued) startDeadline();
   try {
     const { origin, path } = targetOf(req.url);
-    const res = await agent.request({
+    const options: StartOptions = {
       origin,
       path,
       method: 'POST',
@@ -205,7 +293,9 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
       body: req.body,
       signal: abort,
       headersTimeout: req.timeoutMs,
-    } as Parameters<Agent['request']>[0]);
+    } as StartOptions;
+    if (req.queued) options[onStart] = startDeadline;
+    const res = await (req.queued ? hookedAgent(agent) : agent).request(options as Parameters<Agent['request']>[0]);
     clearTimeout(deadline);
     const durationMs = Math.round(now() - started);
     const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
