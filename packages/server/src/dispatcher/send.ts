@@ -191,12 +191,13 @@ function targetOf(url: string): { origin: string; path: string } {
 const onStart = Symbol('herald.onStart');
 type StartOptions = Parameters<Agent['dispatch']>[0] & { [onStart]?: () => void };
 
+type Callbacks = { [name: string]: ((...args: unknown[]) => unknown) | undefined };
+
 /**
  * Passes undici's callbacks through to the request's own handler, and calls
  * `start` first when the request gets its connection (`onConnect`, just
  * before undici writes it).
  */
-type Callbacks = { [name: string]: ((...args: unknown[]) => unknown) | undefined };
 class StartHook {
   constructor(
     private readonly handler: Callbacks,
@@ -270,13 +271,16 @@ export function originOf(url: string): string {
  * a new one, the connect is bounded by undici's own connect timeout.
  */
 export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
-  const started = now();
+  let started = now();
   // One signal for both the deadline and a shutdown: cheaper than
   // AbortSignal.timeout() combined with AbortSignal.any() on every attempt.
   const abort = req.abort ?? new Abort();
   let timedOut = false;
   let deadline: NodeJS.Timeout | undefined;
   const startDeadline = () => {
+    if (deadline) return;
+    // A queued request's duration, like its deadline, counts from its connection.
+    if (req.queued) started = now();
     deadline = setTimeout(() => {
       timedOut = true;
       abort.abort();
