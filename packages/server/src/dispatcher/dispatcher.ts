@@ -13,7 +13,7 @@ import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/qu
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
-import { Abort, createAgent, originOf, sendAttempt } from './send.ts';
+import { Abort, createAgent, sendAttempt } from './send.ts';
 
 export { ATTEMPTS_KEPT };
 
@@ -119,9 +119,6 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   // The sum of inFlightByEndpoint's counts: requests not yet answered.
   let awaitingAnswer = 0;
   const aborts = new Set<Abort>();
-  // Requests not yet answered, per origin: past the agent's connections per
-  // origin, a request waits in undici's queue for one (sendAttempt's `queued`).
-  const sendingTo = new Map<string, number>();
   // Each claimed delivery's run, until its result is written.
   const tasks = new Map<Claim, Promise<void>>();
   let inFlight = 0;
@@ -167,27 +164,11 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     });
     const abort = new Abort();
     aborts.add(abort);
-    const origin = originOf(claim.url);
-    const ahead = sendingTo.get(origin) ?? 0;
-    sendingTo.set(origin, ahead + 1);
     let sent;
     try {
-      sent = await sendAttempt(agent, {
-        url: claim.url,
-        headers,
-        body: claim.body,
-        timeoutMs: config.requestTimeoutMs,
-        abort,
-        // Endpoints that share an origin share its connections (the agent's
-        // `connections`, the per-endpoint cap): the deadline of a request
-        // that must wait for one starts when it gets it.
-        queued: ahead >= config.endpointConcurrency,
-      });
+      sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, abort });
     } finally {
       aborts.delete(abort);
-      const left = (sendingTo.get(origin) ?? 1) - 1;
-      if (left === 0) sendingTo.delete(origin);
-      else sendingTo.set(origin, left);
     }
     const outcome = classifyOutcome(sent.result);
 

@@ -17,12 +17,6 @@ export interface SendRequest {
   timeoutMs: number;
   /** Aborts the attempt early (shutdown); the deadline uses it too. */
   abort?: Abort;
-  /**
-   * Every connection to the origin is taken by other requests: this one waits
-   * in undici's queue, and its deadline starts when it gets a connection (see
-   * `sendAttempt`).
-   */
-  queued?: boolean;
 }
 
 /**
@@ -100,13 +94,22 @@ export function createAgent(options: { connections: number; addresses: AddressPo
     }
     connectTls(opts, callback);
   };
-  return new Agent({
+  const agent = new Agent({
     connections: options.connections,
     pipelining: 1,
     keepAliveTimeout: 30_000,
     connect,
   });
+  pools.set(agent, { connections: options.connections, unanswered: new Map() });
+  return agent;
 }
+
+/**
+ * Per agent made by createAgent: its connections per origin, and the
+ * requests sent through it not yet answered, per origin. Past the
+ * connections, a request waits in undici's queue for one (see sendAttempt).
+ */
+const pools = new WeakMap<Agent, { connections: number; unanswered: Map<string, number> }>();
 
 const TLS_MESSAGES: Record<string, string> = {
   CERT_HAS_EXPIRED: 'TLS: certificate has expired',
@@ -253,22 +256,18 @@ function hookedAgent(agent: Agent): Agent {
   return h;
 }
 
-/** The origin (scheme, host and port) of an address: what undici keeps one pool of connections for. */
-export function originOf(url: string): string {
-  return targetOf(url).origin;
-}
-
 /**
  * Sends one attempt. The deadline covers connecting, sending and receiving
  * the status line and headers; the body is never interpreted.
  *
  * The deadline does not cover a wait for a connection that other requests to
- * the origin hold (`queued`: endpoints that share an origin share its
- * connections). Such a request's deadline starts when undici hands it a
- * connection, so a wait behind slow requests cannot fail it unsent. A
- * request queued like that goes out on a connection already open, so there
- * is nothing to connect; if that connection closes meanwhile and undici opens
- * a new one, the connect is bounded by undici's own connect timeout.
+ * the origin hold (endpoints that share an origin share its connections):
+ * when the origin's requests not yet answered fill the agent's connections,
+ * this request's deadline starts when undici hands it a connection, so a
+ * wait behind slow requests cannot fail it unsent. A request queued like that
+ * goes out on a connection already open, so there is nothing to connect; if
+ * that connection closes meanwhile and undici opens a new one, the connect is
+ * bounded by undici's own connect timeout.
  */
 export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
   let started = now();
@@ -277,18 +276,27 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
   const abort = req.abort ?? new Abort();
   let timedOut = false;
   let deadline: NodeJS.Timeout | undefined;
+  let queued = false;
   const startDeadline = () => {
     if (deadline) return;
     // A queued request's duration, like its deadline, counts from its connection.
-    if (req.queued) started = now();
+    if (queued) started = now();
     deadline = setTimeout(() => {
       timedOut = true;
       abort.abort();
     }, req.timeoutMs);
   };
-  if (!req.queued) startDeadline();
+  const pool = pools.get(agent);
+  let counted: string | undefined;
   try {
     const { origin, path } = targetOf(req.url);
+    if (pool) {
+      const ahead = pool.unanswered.get(origin) ?? 0;
+      pool.unanswered.set(origin, ahead + 1);
+      counted = origin;
+      queued = ahead >= pool.connections;
+    }
+    if (!queued) startDeadline();
     const options: StartOptions = {
       origin,
       path,
@@ -298,8 +306,8 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
       signal: abort,
       headersTimeout: req.timeoutMs,
     } as StartOptions;
-    if (req.queued) options[onStart] = startDeadline;
-    const res = await (req.queued ? hookedAgent(agent) : agent).request(options as Parameters<Agent['request']>[0]);
+    if (queued) options[onStart] = startDeadline;
+    const res = await (queued ? hookedAgent(agent) : agent).request(options as Parameters<Agent['request']>[0]);
     clearTimeout(deadline);
     const durationMs = Math.round(now() - started);
     const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
@@ -313,5 +321,12 @@ export async function sendAttempt(agent: Agent, req: SendRequest, now: () => num
     clearTimeout(deadline);
     const described = describeTransportError(err, req.timeoutMs, { aborted: abort.aborted && !timedOut, timedOut });
     return { result: { stage: 'transport', ...described }, excerpt: null, durationMs: Math.round(now() - started) };
+  } finally {
+    if (pool && counted !== undefined) {
+      // Answered (or failed), its excerpt read: its connection is free.
+      const left = (pool.unanswered.get(counted) ?? 1) - 1;
+      if (left === 0) pool.unanswered.delete(counted);
+      else pool.unanswered.set(counted, left);
+    }
   }
 }
