@@ -115,6 +115,29 @@ for (const engine of ENGINES) {
       assert.equal(rows[0]!.outcome, 'retrying');
       await h.drain();
     });
+
+    async function firstAttempt(behaviour: Behaviour) {
+      receiver.respond(behaviour);
+      const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      await h.dispatcher.tick();
+      const { rows } = await h.db.query<{ status_code: number | null; error: string | null; response_excerpt: Buffer | null; outcome: string }>(
+        'SELECT status_code, error, response_excerpt, outcome FROM attempts WHERE event_id = $1',
+        [event.json.id],
+      );
+      await h.drain();
+      return rows[0]!;
+    }
+
+    test('an answer whose body stalls keeps its status and what came of the body (the deadline ended at the headers)', async () => {
+      // The deadline here is 300 ms; the body is waited for up to 1 s, then the connection is dropped.
+      const a = await firstAttempt({ status: 503, partial: 'overloaded, try la', then: 'stall' });
+      assert.deepEqual([a.status_code, a.error, a.response_excerpt?.toString(), a.outcome], [503, 'HTTP 503', 'overloaded, try la', 'retrying']);
+    });
+
+    test('an answer whose connection drops mid-body keeps its status and what came of the body', async () => {
+      const a = await firstAttempt({ status: 200, partial: 'received, processi', then: 'destroy' });
+      assert.deepEqual([a.status_code, a.error, a.response_excerpt?.toString(), a.outcome], [200, null, 'received, processi', 'succeeded']);
+    });
   });
 
   describe(`transport failures [${engine}]`, () => {

@@ -13,7 +13,7 @@ import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/qu
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
-import { Abort, createAgent, sendAttempt } from './send.ts';
+import { createAgent, Flight, type SendResult } from './send.ts';
 
 export { ATTEMPTS_KEPT };
 
@@ -118,10 +118,12 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const inFlightByEndpoint = new Map<string, number>();
   // The sum of inFlightByEndpoint's counts: requests not yet answered.
   let awaitingAnswer = 0;
-  const aborts = new Set<Abort>();
-  // Each claimed delivery's run, until its result is written.
-  const tasks = new Map<Claim, Promise<void>>();
+  // Requests not yet answered, for a shutdown to abort.
+  const flights = new Set<DeliveryFlight>();
+  // Claimed deliveries whose result is not yet written.
   let inFlight = 0;
+  // Waiting for inFlight to reach 0 (tick, shutdown).
+  let settledWaiters: Array<() => void> = [];
   let running = false;
   let pumping = false;
   let wakeAgain = false;
@@ -145,33 +147,37 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     };
   }
 
-  /** Sends one claimed delivery and says what became of it. */
-  async function attempt(claim: Claim): Promise<Finished> {
-    if (claim.exhausted) {
-      return finish(claim, 'failed', { status: null, error: `gave up after ${maxAttempts} attempts: the worker sending the last one stopped before it finished`, attempt: null });
+  /**
+   * One claimed delivery's request, from its send to its answer: the claim
+   * and what the attempt's log entry needs, in the one object undici holds
+   * while the request waits for a connection (see Flight).
+   */
+  class DeliveryFlight extends Flight {
+    constructor(
+      readonly claim: Claim,
+      readonly report: TickReport | undefined,
+      readonly startedAt: Date,
+      readonly attemptId: string,
+      readonly signature: string,
+    ) {
+      super();
     }
-    if (!claim.enabled) return finish(claim, 'skipped', { status: null, error: 'endpoint disabled', attempt: null });
+    protected landed(sent: SendResult): void {
+      flights.delete(this);
+      let finished: Finished | undefined;
+      try {
+        finished = outcomeOf(this, sent);
+      } catch (err) {
+        deps.log?.error({ err, delivery: this.claim.id }, 'attempt crashed; the lease will expire and it will be retried');
+      }
+      answered(this.claim, finished, this.report);
+    }
+  }
 
-    const startedAt = clock();
-    const attemptId = uuidV7(startedAt.getTime());
-    const headers = buildRequestHeaders({
-      eventType: claim.type,
-      eventId: claim.event_id,
-      attemptId,
-      timestamp: unixSeconds(startedAt),
-      body: claim.body,
-      secret: secretOf(claim),
-    });
-    const abort = new Abort();
-    aborts.add(abort);
-    let sent;
-    try {
-      sent = await sendAttempt(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs, abort });
-    } finally {
-      aborts.delete(abort);
-    }
+  /** What became of a delivery, given the answer to its attempt. */
+  function outcomeOf(flight: DeliveryFlight, sent: SendResult): Finished {
+    const { claim } = flight;
     const outcome = classifyOutcome(sent.result);
-
     let state: Finished['update']['state'] = outcome.verdict === 'success' ? 'succeeded' : 'failed';
     let next: Date | undefined;
     let error = outcome.error;
@@ -190,7 +196,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       status: outcome.status,
       error,
       attempt: {
-        id: attemptId,
+        id: flight.attemptId,
         accountId: claim.account_id,
         endpointId: claim.endpoint_id,
         deliveryId: claim.id,
@@ -198,62 +204,94 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
         eventType: claim.type,
         attemptNumber: claim.attempts,
         isTest: false,
-        startedAt,
+        startedAt: flight.startedAt,
         durationMs: sent.durationMs,
         statusCode: outcome.status,
         outcome: attemptOutcome,
         error,
         url: claim.url,
-        signature: signatureOf(headers),
+        signature: flight.signature,
         responseExcerpt: sent.excerpt,
         testBody: null,
       },
     });
   }
 
+  /**
+   * Takes a claimed delivery: sends it, or, when there is nothing to send
+   * (out of attempts, endpoint disabled), settles it at once. Callbacks, not
+   * an async function per delivery: most deliveries wait in undici's queue,
+   * and whatever waits with them is garbage that outlives a collection.
+   */
   function launch(claim: Claim, report?: TickReport): void {
     inFlight += 1;
     inFlightByEndpoint.set(claim.endpoint_id, (inFlightByEndpoint.get(claim.endpoint_id) ?? 0) + 1);
     awaitingAnswer += 1;
-    tasks.set(claim, run(claim, report));
+    if (claim.exhausted) {
+      return answered(claim, finish(claim, 'failed', { status: null, error: `gave up after ${maxAttempts} attempts: the worker sending the last one stopped before it finished`, attempt: null }), report);
+    }
+    if (!claim.enabled) return answered(claim, finish(claim, 'skipped', { status: null, error: 'endpoint disabled', attempt: null }), report);
+    let flight: DeliveryFlight;
+    let headers: Record<string, string>;
+    try {
+      const startedAt = clock();
+      const attemptId = uuidV7(startedAt.getTime());
+      headers = buildRequestHeaders({
+        eventType: claim.type,
+        eventId: claim.event_id,
+        attemptId,
+        timestamp: unixSeconds(startedAt),
+        body: claim.body,
+        secret: secretOf(claim),
+      });
+      flight = new DeliveryFlight(claim, report, startedAt, attemptId, signatureOf(headers));
+    } catch (err) {
+      deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried');
+      return answered(claim, undefined, report);
+    }
+    flights.add(flight);
+    flight.send(agent, { url: claim.url, headers, body: claim.body, timeoutMs: config.requestTimeoutMs });
   }
 
   /**
-   * One delivery from its send to its written result. One async function
-   * declared once, rather than closures and a chain of promises made per
-   * delivery (a busy worker's allocations are its garbage collector's time).
+   * A delivery's answer is in (or there was nothing to send). Two slots,
+   * released at different moments. The endpoint's slot limits requests to
+   * one receiver, so it is free now. The global slot bounds the leases this
+   * worker holds (and so the duplicates if it dies), so it is held until the
+   * result is written. Without a result (the attempt crashed) the lease runs
+   * out and the delivery is claimed again.
    */
-  async function run(claim: Claim, report: TickReport | undefined): Promise<void> {
-    try {
-      let finished: Finished;
-      try {
-        finished = await attempt(claim);
-      } finally {
-        // Two slots, released at different moments. The endpoint's slot
-        // limits requests to one receiver, so it is free once the answer is
-        // in. The global slot bounds the leases this worker holds (and so the
-        // duplicates if it dies), so it is held until the result is written.
-        awaitingAnswer -= 1;
-        const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
-        if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
-        else inFlightByEndpoint.set(claim.endpoint_id, n);
-        released(n + 1 >= config.endpointConcurrency);
-      }
-      await recorder.push(finished);
-      if (report) {
-        const s = finished.update.state;
-        if (s === 'succeeded') report.succeeded += 1;
-        else if (s === 'pending') report.retrying += 1;
-        else if (s === 'failed') report.failed += 1;
-        else report.skipped += 1;
-      }
-    } catch (err) {
-      deps.log?.error({ err, delivery: claim.id }, 'attempt crashed; the lease will expire and it will be retried');
-    } finally {
-      inFlight -= 1;
-      tasks.delete(claim);
-      released(false);
+  function answered(claim: Claim, finished: Finished | undefined, report: TickReport | undefined): void {
+    awaitingAnswer -= 1;
+    const n = (inFlightByEndpoint.get(claim.endpoint_id) ?? 1) - 1;
+    if (n === 0) inFlightByEndpoint.delete(claim.endpoint_id);
+    else inFlightByEndpoint.set(claim.endpoint_id, n);
+    released(n + 1 >= config.endpointConcurrency);
+    if (!finished) return written(undefined, report);
+    recorder.add(finished, () => written(finished, report));
+  }
+
+  function written(finished: Finished | undefined, report: TickReport | undefined): void {
+    if (report && finished) {
+      const s = finished.update.state;
+      if (s === 'succeeded') report.succeeded += 1;
+      else if (s === 'pending') report.retrying += 1;
+      else if (s === 'failed') report.failed += 1;
+      else report.skipped += 1;
     }
+    inFlight -= 1;
+    if (inFlight === 0 && settledWaiters.length > 0) {
+      const waiters = settledWaiters;
+      settledWaiters = [];
+      for (const w of waiters) w();
+    }
+    released(false);
+  }
+
+  /** Resolves once every claimed delivery has its result written. */
+  function settled(): Promise<void> {
+    if (inFlight === 0) return Promise.resolve();
+    return new Promise((resolve) => settledWaiters.push(resolve));
   }
 
   async function claimAndLaunch(limit: number, report?: TickReport): Promise<number> {
@@ -416,7 +454,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clearInterval(schemaTimer);
     await unlisten?.();
     unlisten = undefined;
-    const all = Promise.allSettled([...tasks.values()]);
+    const all = settled();
     let graceTimer: NodeJS.Timeout | undefined;
     const expired = await Promise.race([
       all.then(() => false),
@@ -426,7 +464,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     ]);
     clearTimeout(graceTimer);
     if (expired) {
-      for (const a of aborts) a.abort();
+      for (const f of flights) f.abort();
       await all;
     }
     await recorder.idle();
@@ -464,7 +502,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
       const release = recorder.eager();
       try {
         report.claimed = await claimAndLaunch(Math.max(0, config.concurrency - inFlight), report);
-        await Promise.allSettled([...tasks.values()]);
+        await settled();
         await recorder.idle();
       } finally {
         release();

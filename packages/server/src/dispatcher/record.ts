@@ -104,6 +104,14 @@ export function createRecorder(options: RecorderOptions) {
     }
   }
 
+  function add(finished: Finished, done: () => void): void {
+    queue.push({ finished, done });
+    if (queue.length >= LINGER_BATCH) hurry?.();
+    // A flush under way takes it too (drain() runs until the queue is empty,
+    // and flush() starts again if anything came in after that).
+    if (!flushing) void flush().catch((err) => options.onError?.(err));
+  }
+
   function flush(): Promise<void> {
     flushing ??= drain().finally(() => {
       flushing = undefined;
@@ -115,11 +123,10 @@ export function createRecorder(options: RecorderOptions) {
   return {
     /** Queues a result; resolves once it is written. */
     push(finished: Finished): Promise<void> {
-      const written = new Promise<void>((done) => queue.push({ finished, done }));
-      if (queue.length >= LINGER_BATCH) hurry?.();
-      void flush().catch((err) => options.onError?.(err));
-      return written;
+      return new Promise<void>((done) => add(finished, done));
     },
+    /** Queues a result; `done` is called once it is written (the dispatcher's way: no promise per result). */
+    add,
     /** Resolves when everything pushed so far is written (without lingering). */
     async idle(): Promise<void> {
       const release = eager();

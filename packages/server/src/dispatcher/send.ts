@@ -1,5 +1,4 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
-import { EventEmitter } from 'node:events';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, errors as undiciErrors } from 'undici';
 import { refusedAddressMessage, type AddressPolicy } from '../core/address-policy.ts';
@@ -15,22 +14,6 @@ export interface SendRequest {
   headers: Record<string, string>;
   body: Buffer;
   timeoutMs: number;
-  /** Aborts the attempt early (shutdown); the deadline uses it too. */
-  abort?: Abort;
-}
-
-/**
- * Aborts one attempt. undici takes an EventEmitter as a request's signal;
- * an AbortController is an EventTarget, and creating one, listening to it and
- * letting go of it was about 5 % of a busy worker's time.
- */
-export class Abort extends EventEmitter {
-  aborted = false;
-  abort(): void {
-    if (this.aborted) return;
-    this.aborted = true;
-    this.emit('abort');
-  }
 }
 
 /** No body can follow these answers (RFC 9110), or the receiver said it sends none. */
@@ -107,9 +90,10 @@ export function createAgent(options: { connections: number; addresses: AddressPo
 /**
  * Per agent made by createAgent: its connections per origin, and the
  * requests sent through it not yet answered, per origin. Past the
- * connections, a request waits in undici's queue for one (see sendAttempt).
+ * connections, a request waits in undici's queue for one (see Flight).
  */
-const pools = new WeakMap<Agent, { connections: number; unanswered: Map<string, number> }>();
+type Pool = { connections: number; unanswered: Map<string, number> };
+const pools = new WeakMap<Agent, Pool>();
 
 const TLS_MESSAGES: Record<string, string> = {
   CERT_HAS_EXPIRED: 'TLS: certificate has expired',
@@ -149,28 +133,6 @@ export function describeTransportError(
   return { kind: 'network', message: `network error: ${e?.message ?? String(err)}${code ? ` (${code})` : ''}` };
 }
 
-async function readExcerpt(body: AsyncIterable<Buffer> & { destroy(err?: Error): unknown }): Promise<Buffer | null> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const timer = setTimeout(() => body.destroy(), EXCERPT_READ_MS);
-  try {
-    for await (const chunk of body) {
-      chunks.push(chunk);
-      size += chunk.length;
-      if (size >= RESPONSE_EXCERPT_BYTES) {
-        // Enough for the log; drop the rest and the connection with it.
-        body.destroy();
-        break;
-      }
-    }
-  } catch {
-    /* a body that breaks off still leaves what we read */
-  } finally {
-    clearTimeout(timer);
-  }
-  return size === 0 ? null : Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
-}
-
 /**
  * Where a request goes, as undici's request() works it out from a URL string
  * (origin, and path with the query), kept per address: request(url) parses
@@ -190,143 +152,220 @@ function targetOf(url: string): { origin: string; path: string } {
   return target;
 }
 
-/** Set on a request's options: called when undici hands the request to a connection. */
-const onStart = Symbol('herald.onStart');
-type StartOptions = Parameters<Agent['dispatch']>[0] & { [onStart]?: () => void };
+/** Why Herald cut an attempt short itself. */
+const Cut = { None: 0, Deadline: 1, Shutdown: 2 } as const;
+type Cut = (typeof Cut)[keyof typeof Cut];
 
-type Callbacks = { [name: string]: ((...args: unknown[]) => unknown) | undefined };
+const clock = performance.now.bind(performance);
 
-/**
- * Passes undici's callbacks through to the request's own handler, and calls
- * `start` first when the request gets its connection (`onConnect`, just
- * before undici writes it).
- */
-class StartHook {
-  constructor(
-    private readonly handler: Callbacks,
-    private readonly start: () => void,
-  ) {}
-  onConnect(...args: unknown[]) {
-    this.start();
-    return this.handler.onConnect?.(...args);
-  }
-  onResponseStarted(...args: unknown[]) {
-    return this.handler.onResponseStarted?.(...args);
-  }
-  onHeaders(...args: unknown[]) {
-    return this.handler.onHeaders?.(...args);
-  }
-  onUpgrade(...args: unknown[]) {
-    return this.handler.onUpgrade?.(...args);
-  }
-  onData(...args: unknown[]) {
-    return this.handler.onData?.(...args);
-  }
-  onComplete(...args: unknown[]) {
-    return this.handler.onComplete?.(...args);
-  }
-  onError(...args: unknown[]) {
-    return this.handler.onError?.(...args);
-  }
-  onBodySent(...args: unknown[]) {
-    return this.handler.onBodySent?.(...args);
-  }
-  onRequestSent(...args: unknown[]) {
-    return this.handler.onRequestSent?.(...args);
-  }
+function onDeadline(flight: Flight): void {
+  flight.cut(Cut.Deadline);
+}
+
+function onExcerptTimeout(flight: Flight): void {
+  // Enough waiting for the log's excerpt: keep what came, drop the connection.
+  flight.land();
+  flight.drop();
 }
 
 /**
- * The agent, with `dispatch` hooked for requests that carry `onStart`:
- * undici's `request()` builds its handler and calls `this.dispatch`, so an
- * object whose prototype is the agent sees every request first. Only a
- * queued request pays for the hook.
- */
-const hooked = new WeakMap<Agent, Agent>();
-function hookedAgent(agent: Agent): Agent {
-  let h = hooked.get(agent);
-  if (!h) {
-    h = Object.create(agent) as Agent;
-    h.dispatch = (opts: StartOptions, handler) => {
-      const start = opts[onStart];
-      return agent.dispatch(opts, start ? (new StartHook(handler as never, start) as unknown as typeof handler) : handler);
-    };
-    hooked.set(agent, h);
-  }
-  return h;
-}
-
-/**
- * Sends one attempt. The deadline covers connecting, sending and receiving
- * the status line and headers; the body is never interpreted.
+ * One attempt in flight, as undici's handler for its request: everything the
+ * attempt needs until it ends is in this one object, and a subclass says what
+ * happens then (`landed`).
+ *
+ * Not undici's `request()`: it makes a promise, a handler that is an async
+ * resource and a response stream for every request, on top of the caller's
+ * own promises. In a worker at full speed most requests wait in undici's
+ * queue for a connection, so whatever an attempt allocates when it is sent
+ * outlives a young-generation collection or two and is copied and promoted:
+ * that copying was about a fifth of the worker's CPU (BENCHMARKS.md,
+ * seventeenth session). `dispatch()` with a handler of our own is what
+ * `request()` is built on, through the same Agent and its pools.
+ *
+ * The deadline covers connecting, sending and receiving the status line and
+ * headers; the body is never interpreted, and at most RESPONSE_EXCERPT_BYTES
+ * of it are read, for at most EXCERPT_READ_MS.
  *
  * The deadline does not cover a wait for a connection that other requests to
  * the origin hold (endpoints that share an origin share its connections):
  * when the origin's requests not yet answered fill the agent's connections,
- * this request's deadline starts when undici hands it a connection, so a
- * wait behind slow requests cannot fail it unsent. A request queued like that
- * goes out on a connection already open, so there is nothing to connect; if
- * that connection closes meanwhile and undici opens a new one, the connect is
- * bounded by undici's own connect timeout.
+ * this request's deadline starts when undici hands it a connection
+ * (`onConnect`), so a wait behind slow requests cannot fail it unsent. A
+ * request queued like that goes out on a connection already open, so there
+ * is nothing to connect; if that connection closes meanwhile and undici
+ * opens a new one, the connect is bounded by undici's own connect timeout.
  */
-export async function sendAttempt(agent: Agent, req: SendRequest, now: () => number = performance.now.bind(performance)): Promise<SendResult> {
-  let started = now();
-  // One signal for both the deadline and a shutdown: cheaper than
-  // AbortSignal.timeout() combined with AbortSignal.any() on every attempt.
-  const abort = req.abort ?? new Abort();
-  let timedOut = false;
-  let deadline: NodeJS.Timeout | undefined;
-  let queued = false;
-  const startDeadline = () => {
-    if (deadline) return;
-    // A queued request's duration, like its deadline, counts from its connection.
-    if (queued) started = now();
-    deadline = setTimeout(() => {
-      timedOut = true;
-      abort.abort();
-    }, req.timeoutMs);
-  };
-  const pool = pools.get(agent);
-  let counted: string | undefined;
-  try {
-    const { origin, path } = targetOf(req.url);
-    if (pool) {
-      const ahead = pool.unanswered.get(origin) ?? 0;
-      pool.unanswered.set(origin, ahead + 1);
-      counted = origin;
-      queued = ahead >= pool.connections;
+export abstract class Flight {
+  private timeoutMs = 0;
+  private now: () => number = clock;
+  private started = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private abortRequest: ((err?: Error) => void) | null = null;
+  private why: Cut = Cut.None;
+  /** Waiting in undici's queue: the deadline starts at `onConnect`. */
+  private queued = false;
+  private pool: Pool | undefined;
+  private origin = '';
+  private status = 0;
+  private location: string | undefined;
+  private retryAfter: string | undefined;
+  private durationMs = 0;
+  private chunks: Buffer[] | null = null;
+  private size = 0;
+  private ended = false;
+
+  /** Called once, when the attempt has ended, however it ended. */
+  protected abstract landed(sent: SendResult): void;
+
+  /** Sends it (once). */
+  send(agent: Agent, req: SendRequest, now?: () => number): void {
+    this.timeoutMs = req.timeoutMs;
+    if (now) this.now = now;
+    this.started = this.now();
+    let target;
+    try {
+      target = targetOf(req.url);
+    } catch (err) {
+      this.onError(err as Error);
+      return;
     }
-    if (!queued) startDeadline();
-    const options: StartOptions = {
-      origin,
-      path,
-      method: 'POST',
-      headers: req.headers,
-      body: req.body,
-      signal: abort,
-      headersTimeout: req.timeoutMs,
-    } as StartOptions;
-    if (queued) options[onStart] = startDeadline;
-    const res = await (queued ? hookedAgent(agent) : agent).request(options as Parameters<Agent['request']>[0]);
-    clearTimeout(deadline);
-    const durationMs = Math.round(now() - started);
-    const location = typeof res.headers.location === 'string' ? res.headers.location : undefined;
-    const retryAfter = typeof res.headers['retry-after'] === 'string' ? res.headers['retry-after'] : undefined;
-    // A bodiless answer (the usual 204) is complete already: nothing to read.
-    const excerpt = hasNoBody(res.statusCode, res.headers['content-length'])
-      ? null
-      : await readExcerpt(res.body as unknown as AsyncIterable<Buffer> & { destroy(): unknown });
-    return { result: { stage: 'response', status: res.statusCode, location, retryAfter }, excerpt, durationMs };
-  } catch (err) {
-    clearTimeout(deadline);
-    const described = describeTransportError(err, req.timeoutMs, { aborted: abort.aborted && !timedOut, timedOut });
-    return { result: { stage: 'transport', ...described }, excerpt: null, durationMs: Math.round(now() - started) };
-  } finally {
-    if (pool && counted !== undefined) {
+    this.pool = pools.get(agent);
+    if (this.pool) {
+      const ahead = this.pool.unanswered.get(target.origin) ?? 0;
+      this.pool.unanswered.set(target.origin, ahead + 1);
+      this.origin = target.origin;
+      this.queued = ahead >= this.pool.connections;
+    }
+    if (!this.queued) this.startDeadline();
+    // undici's own header and body timers stay off: the deadline and the
+    // excerpt's time limit here are the only ones (they cost a timer object
+    // per request and per stage, and each lived on in undici's timer wheel).
+    agent.dispatch({ origin: target.origin, path: target.path, method: 'POST', headers: req.headers, body: req.body, headersTimeout: 0, bodyTimeout: 0 }, this);
+  }
+
+  /** Aborts it (shutdown): it ends as aborted unless it has an answer already. */
+  abort(): void {
+    this.cut(Cut.Shutdown);
+  }
+
+  /** @internal */
+  cut(why: Cut): void {
+    if (this.ended || this.why !== Cut.None) return;
+    this.why = why;
+    // Not connected yet: undici calls onConnect once it is, and it ends there.
+    this.abortRequest?.();
+  }
+
+  private startDeadline(): void {
+    this.timer = setTimeout(onDeadline, this.timeoutMs, this);
+  }
+
+  /** @internal Ends it with the answer as far as it came. */
+  land(): void {
+    if (this.ended) return;
+    const excerpt = this.size === 0 ? null : Buffer.concat(this.chunks!).subarray(0, RESPONSE_EXCERPT_BYTES);
+    this.end({ result: { stage: 'response', status: this.status, location: this.location, retryAfter: this.retryAfter }, excerpt, durationMs: this.durationMs });
+  }
+
+  /** @internal Drops the connection (the rest of a body we do not read). */
+  drop(): void {
+    this.abortRequest?.();
+  }
+
+  private end(sent: SendResult): void {
+    this.ended = true;
+    clearTimeout(this.timer);
+    this.chunks = null;
+    if (this.pool) {
       // Answered (or failed), its excerpt read: its connection is free.
-      const left = (pool.unanswered.get(counted) ?? 1) - 1;
-      if (left === 0) pool.unanswered.delete(counted);
-      else pool.unanswered.set(counted, left);
+      const left = (this.pool.unanswered.get(this.origin) ?? 1) - 1;
+      if (left === 0) this.pool.unanswered.delete(this.origin);
+      else this.pool.unanswered.set(this.origin, left);
+      this.pool = undefined;
+    }
+    this.landed(sent);
+  }
+
+  // undici's handler (dispatch): called in this order, onError instead at any point.
+
+  onConnect(abort: (err?: Error) => void): void {
+    this.abortRequest = abort;
+    if (this.why !== Cut.None) {
+      abort();
+      return;
+    }
+    if (this.queued) {
+      // Its duration, like its deadline, counts from its connection.
+      this.started = this.now();
+      this.startDeadline();
     }
   }
+
+  onHeaders(statusCode: number, rawHeaders: Array<Buffer | string>): boolean {
+    if (statusCode < 200 || this.ended) return true;
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    this.durationMs = Math.round(this.now() - this.started);
+    this.status = statusCode;
+    let contentLength: string | undefined;
+    // Only three headers matter; a repeated one counts as absent.
+    for (let i = 0; i + 1 < rawHeaders.length; i += 2) {
+      const name = rawHeaders[i]!;
+      const n = name.length;
+      if (n !== 8 && n !== 11 && n !== 14) continue;
+      const lower = name.toString().toLowerCase();
+      if (lower === 'location') this.location = this.location === undefined ? rawHeaders[i + 1]!.toString() : '';
+      else if (lower === 'retry-after') this.retryAfter = this.retryAfter === undefined ? rawHeaders[i + 1]!.toString() : '';
+      else if (lower === 'content-length') contentLength = rawHeaders[i + 1]!.toString();
+    }
+    if (this.location === '') this.location = undefined;
+    if (this.retryAfter === '') this.retryAfter = undefined;
+    // A bodiless answer (the usual 204) is complete already: nothing to read.
+    if (hasNoBody(statusCode, contentLength)) {
+      this.land();
+      return true;
+    }
+    this.chunks = [];
+    this.timer = setTimeout(onExcerptTimeout, EXCERPT_READ_MS, this);
+    return true;
+  }
+
+  onData(chunk: Buffer): boolean {
+    if (this.ended) return true;
+    this.chunks!.push(chunk);
+    this.size += chunk.length;
+    if (this.size >= RESPONSE_EXCERPT_BYTES) {
+      // Enough for the log; drop the rest and the connection with it.
+      this.land();
+      this.drop();
+    }
+    return true;
+  }
+
+  onComplete(): void {
+    this.land();
+  }
+
+  onError(err: Error): void {
+    if (this.ended) return;
+    // A body that breaks off still leaves the answer and what we read of it.
+    if (this.status !== 0) return this.land();
+    const described = describeTransportError(err, this.timeoutMs, { aborted: this.why === Cut.Shutdown, timedOut: this.why === Cut.Deadline });
+    this.end({ result: { stage: 'transport', ...described }, excerpt: null, durationMs: Math.round(this.now() - this.started) });
+  }
+
+}
+
+class PromisedFlight extends Flight {
+  constructor(private readonly resolve: (sent: SendResult) => void) {
+    super();
+  }
+  protected landed(sent: SendResult): void {
+    this.resolve(sent);
+  }
+}
+
+/** Sends one attempt (test sends; the dispatcher uses its own Flight). */
+export function sendAttempt(agent: Agent, req: SendRequest, now?: () => number): Promise<SendResult> {
+  return new Promise((resolve) => new PromisedFlight(resolve).send(agent, req, now));
 }

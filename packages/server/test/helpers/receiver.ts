@@ -10,11 +10,13 @@ export interface ReceivedRequest {
   body: Buffer;
 }
 
-/** What the receiver does with a request: answer, never answer, or drop the connection. */
+/** What the receiver does with a request: answer, never answer, drop the connection, or break off an answer. */
 export type Behaviour =
   | { status: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number }
   | { hang: true }
-  | { destroy: true };
+  | { destroy: true }
+  /** Sends the status line, headers and the start of a body, then stalls there or drops the connection. */
+  | { status: number; partial: string; then: 'stall' | 'destroy' };
 
 export interface Receiver {
   url: string;
@@ -56,6 +58,14 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
       }
       if ('destroy' in b) {
         req.socket.destroy();
+        return;
+      }
+      if ('partial' in b) {
+        // Chunked, so the client knows more was to come.
+        res.writeHead(b.status, { 'content-type': 'text/plain' });
+        res.write(b.partial);
+        if (b.then === 'destroy') setTimeout(() => req.socket.destroy(), 50);
+        else hanging.add(res);
         return;
       }
       const answer = () => {
