@@ -438,6 +438,27 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
   }
 }
 
+/** One request of the ceiling's client: its answer is read to the end (a 204 has none), then the next one goes. */
+class CeilingRequest {
+  constructor(
+    private readonly next: () => void,
+    private readonly fail: (err: Error) => void,
+  ) {}
+  onConnect(): void {}
+  onHeaders(): boolean {
+    return true;
+  }
+  onData(): boolean {
+    return true;
+  }
+  onComplete(): void {
+    this.next();
+  }
+  onError(err: Error): void {
+    this.fail(err);
+  }
+}
+
 /** The ceiling: the receiver driven straight by undici, same concurrency, the same signed requests, no database. */
 async function measureCeiling(n: number): Promise<{ rate: number; cpu: number; receiverCpu: number }> {
   const receiver = await startReceiver();
@@ -450,27 +471,32 @@ async function measureCeiling(n: number): Promise<{ rate: number; cpu: number; r
   const receiverCpu0 = cpuMs([receiver.child.pid!]);
   const t0 = Date.now();
   let sent = 0;
-  await Promise.all(
-    Array.from({ length: ENDPOINT_CONCURRENCY }, async () => {
-      while (sent < n) {
-        sent += 1;
-        // The very headers Herald sends (signed per attempt), so the receiver does the same work for both.
-        const headers = buildRequestHeaders({
-          eventType: 'alarm.created',
-          eventId,
-          attemptId: crypto.randomUUID(),
-          timestamp: Math.floor(Date.now() / 1000),
-          body,
-          secret: 'whsec_bench',
-        });
-        // Called as the worker calls undici (send.ts): the agent's own
-        // request() with the origin and path given, not request(url), which
-        // parses the address on every call; a bodiless 204 is not read.
-        const res = await agent.request({ origin, path: '/ceiling', method: 'POST', headers, body });
-        if (res.statusCode !== 204) await res.body.dump();
+  await new Promise<void>((resolve, reject) => {
+    let running = ENDPOINT_CONCURRENCY;
+    const next = (): void => {
+      if (sent >= n) {
+        running -= 1;
+        if (running === 0) resolve();
+        return;
       }
-    }),
-  );
+      sent += 1;
+      // The very headers Herald sends (signed per attempt), so the receiver does the same work for both.
+      const headers = buildRequestHeaders({
+        eventType: 'alarm.created',
+        eventId,
+        attemptId: crypto.randomUUID(),
+        timestamp: Math.floor(Date.now() / 1000),
+        body,
+        secret: 'whsec_bench',
+      });
+      // Called as the worker calls undici (send.ts, Flight): the agent's
+      // dispatch() with a handler of its own and undici's timers off, not
+      // request(), which makes a promise, a handler and a response stream per
+      // request. Unlike the worker, no deadline of its own and nothing to log.
+      agent.dispatch({ origin, path: '/ceiling', method: 'POST', headers, body, headersTimeout: 0, bodyTimeout: 0 }, new CeilingRequest(next, reject));
+    };
+    for (let i = 0; i < ENDPOINT_CONCURRENCY; i++) next();
+  });
   const rate = n / ((Date.now() - t0) / 1000);
   const cpu = ((cpuMs([process.pid, receiver.child.pid!]) - cpu0) * 1000) / n;
   const receiverCpu = ((cpuMs([receiver.child.pid!]) - receiverCpu0) * 1000) / n;
