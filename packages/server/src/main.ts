@@ -44,7 +44,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     let url: string | undefined;
     if (config.role !== 'worker') {
       // Test events go out from the API process, through a small pool of its own.
-      const agent = createAgent({ connections: 4, addresses: deps.addresses });
+      const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs });
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,

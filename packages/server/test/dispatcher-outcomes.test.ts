@@ -1,6 +1,6 @@
 import { after, before, beforeEach, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { createServer, type Socket } from 'node:net';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Behaviour, type Receiver } from './helpers/receiver.ts';
@@ -138,6 +138,17 @@ for (const engine of ENGINES) {
       const a = await firstAttempt({ status: 200, partial: 'received, processi', then: 'destroy' });
       assert.deepEqual([a.status_code, a.error, a.response_excerpt?.toString(), a.outcome], [200, null, 'received, processi', 'succeeded']);
     });
+
+    test('an answer of more than 4 KiB that has fully arrived keeps its connection for the next request', async () => {
+      // A proxy's error page or a verbose acknowledgement: the excerpt is full
+      // before undici has seen the end of the body, but the end came in the same read.
+      const body = 'y'.repeat(6000);
+      await firstAttempt({ status: 200, body });
+      const opened = receiver.connections;
+      const a = await firstAttempt({ status: 200, body });
+      assert.equal(a.response_excerpt?.length, 4096);
+      assert.equal(receiver.connections, opened, 'the second request went out on the first one\'s connection');
+    });
   });
 
   describe(`transport failures [${engine}]`, () => {
@@ -185,6 +196,29 @@ for (const engine of ENGINES) {
 
     test('an unknown host is retried with a DNS message', async () => {
       assert.match(await errorOf('https://herald-test.invalid/hook'), /^DNS: host not found/);
+    });
+
+    test('a TLS handshake that never completes is cut at the deadline, not at undici\'s own 10 s connect timeout', async () => {
+      // Accepts the TCP connection and never answers the ClientHello.
+      const accepted = new Set<Socket>();
+      const silent = createServer((s) => accepted.add(s));
+      await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+      const h300 = await createTestHerald(engine, { dispatcher: { requestTimeoutMs: 300 } });
+      try {
+        const { port } = silent.address() as { port: number };
+        await h300.api('POST', '/v1/endpoints', { url: `https://127.0.0.1:${port}/hook`, event_types: ['shipment.created'] });
+        await h300.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+        await h300.dispatcher.tick();
+        const { rows } = await h300.db.query<{ error: string; duration_ms: number }>('SELECT error, duration_ms FROM attempts');
+        assert.equal(rows[0]!.error, 'timed out after 0.3 s');
+        // Not a wall-clock assertion on the test: the attempt's own recorded
+        // duration, which without the bound is undici's 10 s default.
+        assert.ok(rows[0]!.duration_ms < 5000, `ended by the 300 ms deadline, not after ${rows[0]!.duration_ms} ms`);
+      } finally {
+        await h300.close();
+        for (const s of accepted) s.destroy();
+        silent.close();
+      }
     });
 
   });

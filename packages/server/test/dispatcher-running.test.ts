@@ -157,6 +157,30 @@ for (const engine of ENGINES) {
         await receiver.close();
       }
     });
+
+    test('at shutdown, a request still waiting for the connection ends unsent, as aborted, and opens no connection', async () => {
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1 } });
+      const receiver = await startReceiver();
+      receiver.respond({ hang: true });
+      try {
+        for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
+        await h.dispatcher.start();
+        await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
+        // One request hangs on the origin's one connection; the other waits for it.
+        await receiver.received(1);
+        await h.dispatcher.stop(0);
+        assert.equal(receiver.requests.length, 1);
+        assert.equal(receiver.connections, 1, 'no connection was opened for the request that was never sent');
+        const { rows } = await h.db.query<{ state: string; last_error: string }>('SELECT state, last_error FROM deliveries');
+        assert.deepEqual(
+          rows.map((r) => [r.state, r.last_error]),
+          [0, 1].map(() => ['pending', 'aborted: Herald shut down before the receiver answered']),
+        );
+      } finally {
+        await h.close();
+        await receiver.close();
+      }
+    });
   });
 
   describe(`attempt log retention [${engine}]`, () => {

@@ -92,7 +92,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, config, clock } = deps;
   const random = deps.random ?? Math.random;
   const maxAttempts = config.retry.maxRetries + 1;
-  const agent: Agent = createAgent({ connections: config.endpointConcurrency, addresses: deps.addresses, connect: deps.connect });
+  const agent: Agent = createAgent({ connections: config.endpointConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: deps.connect });
   const recorder = createRecorder({
     db,
     disableAfter: config.disableAfter,
@@ -465,11 +465,17 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
     clearTimeout(graceTimer);
     if (expired) {
       for (const f of flights) f.abort();
+      // Requests still queued for a connection were never sent. Undici can
+      // end them only once it hands them one (onConnect), and the aborts
+      // above just closed the connections: it would open a new one for each
+      // of them, only for it to be dropped. Destroying the agent ends them
+      // now, as aborted.
+      await agent.destroy();
       await all;
     }
     await recorder.idle();
     await prune({ full: true }).catch(() => 0);
-    await agent.close();
+    if (!expired) await agent.close();
   }
 
   return {

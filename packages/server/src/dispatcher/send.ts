@@ -63,9 +63,14 @@ function checkedLookup(policy: AddressPolicy): LookupFunction {
  * One keep-alive pool per origin; redirects are never followed (no
  * interceptor). Every connection goes through the address policy: a literal
  * IP is checked here, a name after its DNS lookup.
+ *
+ * `timeoutMs` is the attempts' deadline, and also bounds a connection's
+ * set-up (DNS, TCP and TLS): a Flight can abort its request only once undici
+ * has a connection for it (`onConnect`), so a handshake that hangs ends at
+ * the connect timeout, which is undici's 10 s unless given here.
  */
-export function createAgent(options: { connections: number; addresses: AddressPolicy; connect?: buildConnector.BuildOptions }): Agent {
-  const connectTls = buildConnector({ ...options.connect, lookup: checkedLookup(options.addresses) } as buildConnector.BuildOptions);
+export function createAgent(options: { connections: number; addresses: AddressPolicy; timeoutMs: number; connect?: buildConnector.BuildOptions }): Agent {
+  const connectTls = buildConnector({ timeout: options.timeoutMs, ...options.connect, lookup: checkedLookup(options.addresses) } as buildConnector.BuildOptions);
   const connect: buildConnector.connector = (opts, callback) => {
     const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
     if (isIP(host)) {
@@ -193,7 +198,8 @@ function onExcerptTimeout(flight: Flight): void {
  * (`onConnect`), so a wait behind slow requests cannot fail it unsent. A
  * request queued like that goes out on a connection already open, so there
  * is nothing to connect; if that connection closes meanwhile and undici
- * opens a new one, the connect is bounded by undici's own connect timeout.
+ * opens a new one, the connect is bounded by the agent's connect timeout,
+ * the deadline again (createAgent).
  */
 export abstract class Flight {
   private timeoutMs = 0;
@@ -335,9 +341,16 @@ export abstract class Flight {
     this.chunks!.push(chunk);
     this.size += chunk.length;
     if (this.size >= RESPONSE_EXCERPT_BYTES) {
-      // Enough for the log; drop the rest and the connection with it.
+      // Enough for the log; the rest is not waited for. Its connection is
+      // dropped unless the rest of the body came in the same read: undici
+      // hands over the body (onData) before it marks the request complete
+      // (onComplete), and aborting a request not yet complete destroys the
+      // socket, so dropping here at once cost the origin a connection for
+      // every answer of 4 KiB or more (a proxy's error page, a verbose
+      // acknowledgement). The microtask runs once undici has parsed all that
+      // this read brought, and undici ignores an abort of a complete request.
       this.land();
-      this.drop();
+      queueMicrotask(() => this.drop());
     }
     return true;
   }

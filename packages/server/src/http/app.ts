@@ -69,7 +69,7 @@ export const LOG_REDACT = {
  * tests drive it with `app.inject()`.
  */
 export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
-  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses });
+  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses, timeoutMs: REQUEST_TIMEOUT_MS });
   const options: RouteDeps & AppOptions = {
     ...appOptions,
     outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },

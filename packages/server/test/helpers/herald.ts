@@ -74,7 +74,7 @@ export async function createTestHerald(
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
-  const agent = createAgent({ connections: 4, addresses: deps.addresses, connect: { ca: TLS.ca } });
+  const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca } });
   const app = await buildApp({
     ...deps,
     disableAfter: config.disableAfter,

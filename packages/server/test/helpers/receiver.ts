@@ -22,6 +22,8 @@ export interface Receiver {
   url: string;
   port: number;
   requests: ReceivedRequest[];
+  /** TCP connections accepted so far (a kept-alive connection counts once). */
+  readonly connections: number;
   /** Resolves once `n` requests have arrived in total. */
   received(n: number): Promise<void>;
   /** Resolves once `check` holds for the requests received so far. */
@@ -39,6 +41,7 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
   let behave: (req: ReceivedRequest, index: number) => Behaviour = () => ({ status: 204 });
   const requests: ReceivedRequest[] = [];
   const sockets = new Set<Socket>();
+  let connections = 0;
   const hanging = new Set<ServerResponse>();
   const waiters: Array<{ check: (r: ReceivedRequest[]) => boolean; resolve: () => void }> = [];
   const server: Server = createServer({ key: TLS.key, cert: options.cert ?? TLS.cert }, (req, res) => {
@@ -77,6 +80,7 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
     });
   });
   server.on('connection', (s: Socket) => {
+    connections += 1;
     sockets.add(s);
     s.on('close', () => sockets.delete(s));
   });
@@ -94,6 +98,9 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
     url: `https://localhost:${port}${options.path ?? '/webhooks'}`,
     port,
     requests,
+    get connections() {
+      return connections;
+    },
     received: (n) => until((r) => r.length >= n),
     until,
     respond(b) {
