@@ -139,6 +139,24 @@ for (const engine of ENGINES) {
       assert.deepEqual([a.status_code, a.error, a.response_excerpt?.toString(), a.outcome], [200, null, 'received, processi', 'succeeded']);
     });
 
+    async function nextAttemptIn(behaviour: Behaviour): Promise<number> {
+      receiver.respond(behaviour);
+      const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      await h.dispatcher.tick();
+      const { rows } = await h.db.query<{ next_attempt_at: Date }>('SELECT next_attempt_at FROM deliveries WHERE event_id = $1', [event.json.id]);
+      const inMs = rows[0]!.next_attempt_at.getTime() - h.clock.now().getTime();
+      await h.drain();
+      return inMs;
+    }
+
+    test('a Retry-After on a 503 sets the retry later than the schedule would; a repeated one counts as absent', async () => {
+      // The schedule's first retry is 60 s (the fixed random() puts its jitter at zero).
+      assert.equal(await nextAttemptIn({ status: 503 }), 60_000);
+      assert.equal(await nextAttemptIn({ status: 503, headers: { 'retry-after': '600' } }), 600_000);
+      assert.equal(await nextAttemptIn({ status: 429, headers: { 'Retry-After': '600' } }), 600_000);
+      assert.equal(await nextAttemptIn({ status: 503, headers: { 'retry-after': ['600', '900'] } }), 60_000);
+    });
+
     test('an answer of more than 4 KiB that has fully arrived keeps its connection for the next request', async () => {
       // A proxy's error page or a verbose acknowledgement: the excerpt is full
       // before undici has seen the end of the body, but the end came in the same read.

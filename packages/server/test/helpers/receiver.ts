@@ -12,7 +12,7 @@ export interface ReceivedRequest {
 
 /** What the receiver does with a request: answer, never answer, drop the connection, or break off an answer. */
 export type Behaviour =
-  | { status: number; headers?: Record<string, string>; body?: string | Buffer; delayMs?: number }
+  | { status: number; headers?: Record<string, string | string[]>; body?: string | Buffer; delayMs?: number }
   | { hang: true }
   | { destroy: true }
   /** Sends the status line, headers and the start of a body, then stalls there or drops the connection. */
