@@ -163,6 +163,11 @@ type Cut = (typeof Cut)[keyof typeof Cut];
 
 const clock = performance.now.bind(performance);
 
+/** A header value as HTTP/1.1 carries it: bytes read as Latin-1, as Node's http and undici's request() read them. */
+function headerText(value: Buffer | string): string {
+  return typeof value === 'string' ? value : value.toString('latin1');
+}
+
 function onDeadline(flight: Flight): void {
   flight.cut(Cut.Deadline);
 }
@@ -320,9 +325,9 @@ export abstract class Flight {
       const n = name.length;
       if (n !== 8 && n !== 11 && n !== 14) continue;
       const lower = name.toString().toLowerCase();
-      if (lower === 'location') this.location = this.location === undefined ? rawHeaders[i + 1]!.toString() : '';
-      else if (lower === 'retry-after') this.retryAfter = this.retryAfter === undefined ? rawHeaders[i + 1]!.toString() : '';
-      else if (lower === 'content-length') contentLength = rawHeaders[i + 1]!.toString();
+      if (lower === 'location') this.location = this.location === undefined ? headerText(rawHeaders[i + 1]!) : '';
+      else if (lower === 'retry-after') this.retryAfter = this.retryAfter === undefined ? headerText(rawHeaders[i + 1]!) : '';
+      else if (lower === 'content-length') contentLength = headerText(rawHeaders[i + 1]!);
     }
     if (this.location === '') this.location = undefined;
     if (this.retryAfter === '') this.retryAfter = undefined;
