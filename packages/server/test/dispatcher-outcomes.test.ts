@@ -85,6 +85,11 @@ for (const engine of ENGINES) {
       assert.match(d.last_error!, /redirect to .*\/moved not followed; register the final address/);
     });
 
+    test('an informational 103 before the answer is passed over: the final status decides', async () => {
+      const d = await deliverOnce({ status: 204, earlyHints: true });
+      assert.deepEqual([d.state, d.attempts, d.last_status], ['succeeded', 1, 204]);
+    });
+
     test('a redirect\'s address is read as HTTP carries it (Latin-1), not mangled as UTF-8', async () => {
       const d = await deliverOnce({ status: 301, headers: { location: 'https://example.com/caf\u00e9' } });
       assert.match(d.last_error!, /redirect to https:\/\/example\.com\/caf\u00e9 not followed/);

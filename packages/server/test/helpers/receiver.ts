@@ -12,7 +12,7 @@ export interface ReceivedRequest {
 
 /** What the receiver does with a request: answer, never answer, drop the connection, or break off an answer. */
 export type Behaviour =
-  | { status: number; headers?: Record<string, string | string[]>; body?: string | Buffer; delayMs?: number }
+  | { status: number; headers?: Record<string, string | string[]>; body?: string | Buffer; delayMs?: number; earlyHints?: boolean }
   | { hang: true }
   | { destroy: true }
   /** Sends the status line, headers and the start of a body, then stalls there or drops the connection. */
@@ -71,6 +71,8 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
         else hanging.add(res);
         return;
       }
+      // An informational 103 first, as a CDN may send before the real answer.
+      if (b.earlyHints) res.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
       const answer = () => {
         res.writeHead(b.status, b.headers);
         res.end(b.body);
