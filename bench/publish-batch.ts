@@ -3,7 +3,7 @@
  * event, by how many events share one statement (and one commit). Single
  * publishes share a statement when they arrive while the statement slots are
  * busy (services/publish-queue.ts); at a steady 1,000 events/s they shared
- * 2 to 4 per statement in the eighth session's runs. A database of its own
+ * 2 to 4 per statement in the benchmark's runs. A database of its own
  * (dropped at the end), one endpoint subscribed, EVENTS events per size, each
  * statement in its own commit as the API runs it. Prints, per 1,000 events:
  * the server process's CPU, wall time, WAL and buffers (see measureServer).

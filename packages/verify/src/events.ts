@@ -95,7 +95,7 @@ const KNOWN_TYPES: ReadonlySet<string> = new Set(Object.values(EVENT_TYPE));
  * True when the event is one of the published types, narrowing it to
  * {@link HeraldEvent}. Events of other types (new ones Herald added, or
  * `webhook.test` from the panel's "Send test event") stay `WebhookEvent` with
- * `unknown` data: acknowledge them with a 2xx and ignore them, as SPEC.md asks.
+ * `unknown` data: acknowledge them with a 2xx and ignore them: new types may be added at any time.
  *
  * It checks the type name only: the data of a verified request is what Herald
  * validated against the event type's JSON Schema before sending.

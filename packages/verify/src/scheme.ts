@@ -1,5 +1,5 @@
 /**
- * The signature scheme of SPEC.md, in one place: what is signed and how the
+ * Herald's signature scheme, in one place: what is signed and how the
  * header value is written. Both HMAC back ends (Web Crypto and node:crypto)
  * build on these functions, so there is exactly one definition of the signed
  * string.
@@ -11,7 +11,7 @@
 /** The version prefix of `X-Service-Signature`. */
 export const SIGNATURE_PREFIX = 'v1=';
 
-/** Header names exactly as SPEC.md writes them. */
+/** Header names exactly as Herald sends them. */
 export const HEADER = {
   contentType: 'Content-Type',
   userAgent: 'User-Agent',

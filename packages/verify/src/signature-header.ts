@@ -12,7 +12,7 @@ import { HEADER, SIGNATURE_PREFIX } from './scheme.ts';
  * by side while receivers upgrade.
  *
  * Strict where it costs nothing: every v1 value must be exactly 64 lowercase
- * hex digits. Uppercase is refused: SPEC.md says lowercase, Herald never
+ * hex digits. Uppercase is refused: the scheme says lowercase, Herald never
  * sends anything else, and a single canonical form means a malformed header
  * is reported as malformed rather than as a mismatch.
  */

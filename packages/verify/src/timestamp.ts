@@ -2,8 +2,8 @@ import { describeUntrusted, WebhookVerificationError } from './errors.ts';
 import { HEADER } from './scheme.ts';
 
 /**
- * The widest tolerance the signature scheme allows (SPEC.md: 300 seconds, "no
- * wider than 5 minutes"). It is also the default.
+ * The widest tolerance the signature scheme allows (300 seconds: no wider
+ * than 5 minutes). It is also the default.
  */
 export const MAX_TOLERANCE_SECONDS = 300;
 

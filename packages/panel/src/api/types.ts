@@ -1,6 +1,6 @@
 /**
  * The shapes of Herald's public /v1 API as the panel uses them
- * (README "API reference" and the management API contract of issue #5).
+ * (docs/api.md and the OpenAPI document, docs/openapi.json).
  * Times are ISO 8601 UTC strings.
  */
 

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 
 /**
  * The envelope is serialised once, when the event is accepted; every endpoint
- * and every retry receives exactly these bytes (DECISIONS.md).
+ * and every retry receives exactly these bytes (docs/decisions/0005).
  */
 export interface Envelope {
   id: string;

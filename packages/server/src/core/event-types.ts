@@ -1,6 +1,6 @@
 /**
- * The four published event types of SPEC.md, with JSON Schemas for their data
- * (DECISIONS.md: open enumerations accept any non-empty string, shipment_id may
+ * The four published event types, with JSON Schemas for their data (open
+ * enumerations accept any non-empty string, shipment_id may
  * be null, the Shipment record is an object with an id whose other fields pass
  * through) and a realistic example each.
  */

@@ -10,7 +10,7 @@ import { randomUUID } from 'node:crypto';
  * writing the time over its first 48 bits and its version over the 4. The uuid
  * package's v7() draws 16 fresh bytes through crypto.getRandomValues() on
  * every call: 4.4 % of the worker's busy time in the benchmark's burst, against
- * 0.4 % for this (BENCHMARKS.md, tenth session).
+ * 0.4 % for this.
  */
 export function uuidV7(ms: number = Date.now()): string {
   if (ms !== prefixMs) {

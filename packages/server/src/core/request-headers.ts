@@ -3,7 +3,7 @@ import { signSync } from '@herald/verify/node';
 import { unixSeconds } from './clock.ts';
 
 /**
- * The headers of one attempt, exactly as SPEC.md names them. Every one but
+ * The headers of one attempt, exactly as receivers are told to expect them. Every one but
  * the signature follows from what the attempt log keeps in columns (the
  * attempt's id, its start, its event), so the log stores the signature alone
  * and shows the headers through this same function (`loggedHeaders`): what

@@ -2,7 +2,7 @@ import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEq
 
 /**
  * Signing secrets: `whsec_` + base64url of 32 random bytes. The HMAC key is the
- * UTF-8 bytes of the whole string (DECISIONS.md), so receivers need no decoding.
+ * UTF-8 bytes of the whole string, as shown to the user, so receivers need no decoding.
  */
 export function generateSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;

@@ -21,8 +21,7 @@ export async function claimDue(
     // others' (and when it still does, the claim takes the rest by key).
     // Twice the limit, not four times: in the benchmark's burst the head held
     // some eight rows per row claimed at 4×, and 2× cost PostgreSQL 7 % and the
-    // machine 3 % less per delivery, with the machine as busy (BENCHMARKS.md,
-    // fourteenth session).
+    // machine 3 % less per delivery, with the machine as busy.
     scan: Math.min(p.limit * CLAIM_SCAN_FACTOR, 2000),
     leaseUntil: new Date(p.now.getTime() + p.leaseMs),
     maxAttempts: p.maxAttempts,

@@ -6,7 +6,7 @@ import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
 import { announceNewWork } from './new-work.ts';
 
-/** Re-enables an endpoint; its failure streak starts again from zero (DECISIONS.md). */
+/** Re-enables an endpoint; its failure streak starts again from zero. */
 export async function enableEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
   const row = await q.enableEndpoint(deps.db, accountId, id, deps.clock());
   if (!row) throw endpointNotFound(id);

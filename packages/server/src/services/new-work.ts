@@ -26,7 +26,7 @@ export const NOTIFY_WINDOW_MS = 10;
  * first poke after a quiet spell notifies at once (an idle Herald still
  * delivers a fresh event within milliseconds), and the pokes made while it
  * is sent or in the NOTIFY_WINDOW_MS after share a single follow-up at the
- * end of the window (see BENCHMARKS.md, sixth session).
+ * end of the window.
  * A dispatcher that is busy also claims when its answers come in (about
  * 20 ms after the first, plus any claim already running: see
  * SHORT_CLAIM_LINGER_MS). Nothing is lost if a

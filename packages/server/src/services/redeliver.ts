@@ -15,7 +15,7 @@ import { isUuid } from '../core/ids.ts';
  * a retry is brought forward; one being sent right now is left alone. An
  * endpoint that subscribes to the type but has no delivery of the event (it
  * was created later) gets one. The endpoint must be enabled and subscribe to
- * the event's type: a receiver gets only what it subscribed to (SPEC.md).
+ * the event's type: a receiver gets only what it subscribed to.
  */
 export async function redeliverEvent(deps: ServiceDeps, accountId: string, eventId: string, input: { endpoint_id?: unknown }): Promise<DeliveryRow> {
   const endpointId = input.endpoint_id;

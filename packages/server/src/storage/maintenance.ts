@@ -35,7 +35,7 @@ export const STATISTICS_MIN_ROWS = 1_000;
  * which Herald's ANALYZE is not. One ANALYZE of a big table costs real time:
  * in the benchmark, up to a second of a core for attempts at 36,000 rows in
  * the middle of the burst, and an ANALYZE of events at 29,000 rows during the
- * steady phase (BENCHMARKS.md, sixth session).
+ * steady phase.
  */
 export const STATISTICS_MAX_ROWS = 10_000;
 

@@ -1,4 +1,4 @@
--- The management API (issue #5).
+-- The management API.
 
 -- Idempotency-Key: the first response to a mutating request, replayed for
 -- the same key. The response is stored encrypted (AES-256-GCM under the

@@ -1,4 +1,4 @@
--- Panel sign-in (issue #6): the people of an account and their sessions.
+-- Panel sign-in: the people of an account and their sessions.
 
 -- A user signs in with an email address (unique across Herald, compared in
 -- lower case) and a password, stored only as a scrypt hash with its

@@ -1,4 +1,4 @@
--- A claim that writes no index entry (BENCHMARKS.md, eleventh session).
+-- A claim that writes no index entry.
 --
 -- The claim marked a lease by moving next_attempt_at to the lease's end.
 -- next_attempt_at is indexed (deliveries_due, deliveries_pending_by_endpoint),

@@ -1,10 +1,10 @@
--- The attempt log writes less per attempt (BENCHMARKS.md, thirteenth session).
+-- The attempt log writes less per attempt.
 --
 -- 1. Each attempt stored its seven request headers as a jsonb object: about
 --    400 bytes parsed, stored and written to the WAL per attempt, which was
 --    a quarter of the WAL of recording a delivery. Six of the seven follow
 --    from columns the row has anyway (content type and user agent are
---    SPEC.md's constants; the event type, event id, attempt id and the
+--    fixed for every request; the event type, event id, attempt id and the
 --    timestamp, which is started_at in whole seconds). Only the signature
 --    does not. New attempts store the signature alone and request_headers
 --    NULL; the API and the panel rebuild the headers with the function the

@@ -5,7 +5,7 @@
  * concatenating piece by piece (quoting and escaping every element, and
  * formatting each Date in local time), which was about a tenth of what a
  * busy worker allocated per delivery for the record statement's six arrays
- * (BENCHMARKS.md, twelfth session). A literal is sent as text and cast in
+ * in the benchmark. A literal is sent as text and cast in
  * the statement (`$2::uuid[]`), so both engines read it the same.
  */
 

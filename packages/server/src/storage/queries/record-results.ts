@@ -2,7 +2,7 @@ import type { Db, Queryable } from '../db.ts';
 import { plainArray, textArray, timeArray } from './array-literal.ts';
 import type { DeliveryState } from './deliveries.ts';
 
-/** The attempt log keeps this many attempts per endpoint (SPEC.md). */
+/** The attempt log keeps this many attempts per endpoint: the panel shows the last 100. */
 export const ATTEMPTS_KEPT = 100;
 
 export type AttemptOutcome = 'succeeded' | 'retrying' | 'failed';
@@ -253,7 +253,7 @@ export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly
  * it, dead rows since the last vacuum included. Plain index scans only (no
  * sequential or bitmap scans): their cost follows the rows deleted, not the
  * table, and they mark the dead entries they pass, so the next run skips
- * them without visiting the table. Figures in BENCHMARKS.md, ninth session.
+ * them without visiting the table.
  */
 export async function pruneAttempts(
   db: Db,
