@@ -38,7 +38,7 @@ export class SchemaTooNewError extends Error {
   ) {
     super(
       `the database was migrated by a newer Herald (schema version ${applied}; this one knows up to ${known}): upgrade this process. ` +
-        'Stop every older Herald process before the first newer one starts (README, "Several workers")',
+        'Stop every older Herald process before the first newer one starts (docs/running.md, "Several workers")',
     );
     this.name = 'SchemaTooNewError';
   }
