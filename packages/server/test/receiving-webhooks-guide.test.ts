@@ -78,7 +78,7 @@ const EXAMPLE_LIST: Example[] = [
     prepare(dir) {
       // Built once, then run as a binary: `go run` would leave its child running when stopped.
       execFileSync('go', ['build', '-o', join(dir, 'receiver'), join(EXAMPLES, 'go/receiver.go')], {
-        env: { ...process.env, GOCACHE: process.env.GOCACHE ?? join(tmpdir(), 'herald-guide-gocache'), GOFLAGS: '-mod=mod' },
+        env: { ...process.env, GOCACHE: process.env.GOCACHE ?? join(tmpdir(), 'herald-guide-gocache') },
         stdio: 'pipe',
       });
     },
@@ -267,11 +267,26 @@ for (const engine of ENGINES) {
         const { rows } = await h.db.query<{ response_excerpt: Uint8Array | null }>('SELECT response_excerpt FROM attempts WHERE event_id = $1', [eventId]);
         return rows[0]?.response_excerpt ? Buffer.from(rows[0].response_excerpt).toString('utf8') : '';
       };
-      const publishAndSend = async (type: string, data: unknown) => {
+      /**
+       * Publishes an event and lets the dispatcher send it. Herald signs with
+       * the injected clock and the examples check against the real one, as in
+       * production: the test clock is set to the real time (moved by
+       * `offsetMs`) just before, so a slow machine cannot age a request.
+       */
+      const publishAndSend = async (type: string, data: unknown, offsetMs = 0) => {
+        h.clock.set(new Date(Date.now() + offsetMs));
         const published = await h.api('POST', '/v1/events', { type, data });
         assert.equal(published.status, 202);
         await h.dispatcher.tick();
         return published.json.id as string;
+      };
+      /** A request Herald just sent and the example accepted, as the proxy saw it. */
+      const sentAndCaptured = async () => {
+        const eventId = await publishAndSend('alarm.created', alarmData());
+        assert.equal((await delivery(eventId)).state, 'succeeded');
+        const request = captured.find((c) => headersOf(c.rawHeaders)['X-Service-Event-ID'] === eventId);
+        assert.ok(request, 'the proxy saw the delivery');
+        return request;
       };
       const shipment = { id: 48213, origin: 'Rotterdam', destination: 'Zürich' };
 
@@ -279,9 +294,6 @@ for (const engine of ENGINES) {
         dir = mkdtempSync(join(tmpdir(), 'herald-guide-'));
         example.prepare?.(dir);
         h = await createTestHerald(engine);
-        // Herald signs with the injected clock, the examples check against the
-        // real one, as in production: start the test clock at the real time.
-        h.clock.set(new Date());
         port = await freePort();
         proxy = await startTlsProxy(port, captured);
         const endpoint = async (types: string[]) => {
@@ -308,6 +320,7 @@ for (const engine of ENGINES) {
       });
 
       test('accepts the test event (webhook.test) that the panel and the API send', async () => {
+        h.clock.set(new Date());
         const res = await h.api('POST', `/v1/endpoints/${current.id}/test`);
         assert.equal(res.status, 200);
         assert.equal(res.json.outcome, 'succeeded', res.json.error ?? receiver.output());
@@ -329,20 +342,14 @@ for (const engine of ENGINES) {
 
       for (const [when, offsetMs] of [['old', -400_000], ['ahead', 400_000]] as const) {
         test(`answers 400 to a request Herald signed with a timestamp 400 s ${when}`, async () => {
-          h.clock.set(new Date(Date.now() + offsetMs));
-          try {
-            const eventId = await publishAndSend('alarm.created', alarmData());
-            assert.deepEqual(await delivery(eventId), { state: 'failed', last_status: 400 });
-            assert.match(await answerOf(eventId), /300 s/);
-          } finally {
-            h.clock.set(new Date());
-          }
+          const eventId = await publishAndSend('alarm.created', alarmData(), offsetMs);
+          assert.deepEqual(await delivery(eventId), { state: 'failed', last_status: 400 });
+          assert.match(await answerOf(eventId), /300 s/);
         });
       }
 
       test('a captured request: accepted again unchanged within 300 s, refused with a changed body or no signature', async () => {
-        const original = captured.find((c) => headersOf(c.rawHeaders)['X-Service-Event'] === 'alarm.created');
-        assert.ok(original, 'the proxy saw the first delivery');
+        const original = await sentAndCaptured();
         const headers = headersOf(original.rawHeaders);
         assert.equal((await send(port, original.path, headers, original.body)).status, 204, 'a replay inside the tolerance passes: de-duplicate by event id');
 
@@ -358,7 +365,7 @@ for (const engine of ENGINES) {
       });
 
       test('takes any of several v1= signatures in the header', async () => {
-        const original = captured.find((c) => headersOf(c.rawHeaders)['X-Service-Event'] === 'alarm.created')!;
+        const original = await sentAndCaptured();
         const headers = headersOf(original.rawHeaders);
         const several = { ...headers, 'X-Service-Signature': `v1=${'0'.repeat(64)} v2=abc ${headers['X-Service-Signature']}` };
         assert.equal((await send(port, original.path, several, original.body)).status, 204);
