@@ -27,6 +27,11 @@ function verify_herald(string $rawBody, string $timestamp, string $signatureHead
 }
 
 $secrets = array_filter([getenv('HERALD_WEBHOOK_SECRET'), getenv('HERALD_WEBHOOK_SECRET_PREVIOUS')]);
+if (!$secrets) {
+    http_response_code(500); // a setup mistake: Herald retries until it is fixed
+    error_log('HERALD_WEBHOOK_SECRET is not set');
+    return;
+}
 $rawBody = file_get_contents('php://input'); // the raw bytes, not $_POST or a re-encoded json_decode()
 $error = verify_herald(
     $rawBody,
