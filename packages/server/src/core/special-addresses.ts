@@ -83,10 +83,23 @@ const specialV6 = SPECIAL_V6.map(([cidr, kind]) => ({ range: ipaddr.IPv6.parseCI
 export function parseAddress(text: string, family: number): IP | undefined {
   if (family !== 4 && family !== 6) return undefined;
   try {
-    return family === 4 ? ipaddr.IPv4.parse(text) : ipaddr.IPv6.parse(text);
+    return family === 4 ? ipaddr.IPv4.parse(text) : ipaddr.IPv6.parse(hexTail(text));
   } catch {
     return undefined;
   }
+}
+
+/**
+ * An IPv6 address with its zone dropped and a dotted IPv4 tail written as
+ * two hex groups. ipaddr.js reads `::127.0.0.1` as IPv4-mapped
+ * (::ffff:127.0.0.1); inet_pton, the kernel and the URL parser read it as
+ * IPv4-compatible (::7f00:1), and libuv prints DNS answers in that form, so
+ * the bytes must come from the hex form. The zone names an interface, not
+ * part of the address.
+ */
+function hexTail(text: string): string {
+  const address = text.split('%')[0]!;
+  return address.replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_, a: string, b: string, c: string, d: string) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`);
 }
 
 export function isIPv6(ip: IP): ip is ipaddr.IPv6 {
