@@ -6,8 +6,8 @@ import ipaddr from 'ipaddr.js';
  * The mindset is an allow-list: an IPv4 address passes unless it lies in a
  * range of IANA's IPv4 special-purpose registry, and an IPv6 address passes
  * only if it is global unicast (2000::/3) and outside IANA's IPv6
- * special-purpose blocks. A range IANA adds later, or anything not plainly
- * global unicast, is refused until someone looks at it.
+ * special-purpose blocks. Anything outside 2000::/3, including blocks
+ * IANA assigns there later, is refused until someone looks at it.
  *
  * Many IPv6 forms carry an IPv4 address inside them, and some of those
  * reach it: `::ffff:127.0.0.1` is 127.0.0.1 to the kernel, a NAT64 gateway
