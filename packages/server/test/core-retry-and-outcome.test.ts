@@ -47,8 +47,15 @@ describe('outcome classification (SPEC.md table)', () => {
     assert.deepEqual([400, 401, 403, 404, 409, 410, 413, 422].map(verdict), Array(8).fill('permanent'));
     assert.deepEqual([301, 302, 307, 308].map(verdict), Array(4).fill('permanent'));
   });
-  test('every transport failure is retried with its message', () => {
+  test('every transport failure but a refused address is retried with its message', () => {
     const o = classifyOutcome({ stage: 'transport', kind: 'timeout', message: 'timed out after 10 s' });
     assert.deepEqual(o, { verdict: 'retry', error: 'timed out after 10 s', status: null });
+    for (const kind of ['connection_refused', 'connection_reset', 'dns', 'tls', 'network', 'aborted'] as const) {
+      assert.equal(classifyOutcome({ stage: 'transport', kind, message: kind }).verdict, 'retry', kind);
+    }
+  });
+  test('an address the policy refuses is a permanent failure: nothing was sent, and asking again gets the same answer', () => {
+    const message = '10.0.0.5 is a private address; Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)';
+    assert.deepEqual(classifyOutcome({ stage: 'transport', kind: 'address_refused', message }), { verdict: 'permanent', error: message, status: null });
   });
 });

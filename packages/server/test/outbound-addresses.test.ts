@@ -35,7 +35,9 @@ describe('address policy', () => {
       ['::ffff:10.0.0.5', 'private'],
       ['[::1]', 'loopback'],
     ];
-    for (const [ip, kind] of refused) assert.deepEqual(PUBLIC_ONLY.check(ip), { allowed: false, kind }, ip);
+    for (const [ip, kind] of refused) assert.equal(PUBLIC_ONLY.check(ip).kind, kind, ip);
+    for (const [ip] of refused) assert.equal(PUBLIC_ONLY.check(ip).allowed, false, ip);
+    assert.deepEqual(PUBLIC_ONLY.check('::ffff:10.0.0.5'), { allowed: false, kind: 'private', embedded: { ipv4: '10.0.0.5', via: 'IPv4-mapped' } });
     for (const ip of ['8.8.8.8', '172.32.0.1', '192.169.0.1', '1.1.1.1', '2606:4700:4700::1111', '::ffff:8.8.8.8']) {
       assert.deepEqual(PUBLIC_ONLY.check(ip), { allowed: true }, ip);
     }
@@ -129,19 +131,26 @@ for (const engine of ENGINES) {
       assert.equal(report.claimed, 2);
       assert.equal(receiver.requests.length, 0, 'nothing reached the receiver');
 
+      // A permanent failure, at the first attempt: asking the policy again would get the same answer.
+      assert.equal(report.failed, 2);
       const log = await h.api('GET', `/v1/endpoints/${byName.endpoint.id}/attempts`);
       const delivery = log.json.data.find((a: { is_test: boolean }) => !a.is_test);
-      assert.equal(delivery.outcome, 'retrying');
-      assert.match(delivery.error, /^localhost resolves to 127\.0\.0\.1, a loopback address/);
+      assert.equal(delivery.outcome, 'failed');
+      assert.match(delivery.error, /^localhost resolves to 127\.0\.0\.1, a loopback address; Herald delivers only to public addresses unless its operator allows that network \(HERALD_ALLOWED_NETWORKS\)$/);
       const logIp = await h.api('GET', `/v1/endpoints/${byIp.endpoint.id}/attempts`);
+      assert.equal(logIp.json.data[0].outcome, 'failed');
       assert.match(logIp.json.data[0].error, /^127\.0\.0\.1 is a loopback address; Herald delivers only to public addresses/);
+      h.clock.advance(4 * 86_400_000);
+      assert.equal((await h.dispatcher.tick()).claimed, 0, 'nothing is retried');
 
-      // The same deliveries go through once the operator allows the network.
+      // Once the operator allows the network, a redelivery goes through.
       const allowing = createDispatcher({ ...h.deps, addresses: TEST_ADDRESSES, config: testDispatcherConfig(), random: () => 0.5, connect: { ca: TLS.ca } });
       try {
-        h.clock.advance(3_600_000);
-        const retried = await allowing.tick();
-        assert.equal(retried.succeeded, 2);
+        for (const endpoint of [byName.endpoint, byIp.endpoint]) {
+          assert.equal((await h.api('POST', `/v1/events/${event.json.id}/redeliver`, { endpoint_id: endpoint.id })).status, 202);
+        }
+        const redelivered = await allowing.tick();
+        assert.equal(redelivered.succeeded, 2);
         assert.equal(receiver.requests.length, 2);
       } finally {
         await allowing.stop();

@@ -1,4 +1,5 @@
-import { BlockList, isIP } from 'node:net';
+import { isIP } from 'node:net';
+import { embeddedIPv4, isIPv6, parseAddress, specialKind, type Embedding, type IP } from './special-addresses.ts';
 
 /**
  * Which network addresses Herald may send webhooks to.
@@ -11,86 +12,83 @@ import { BlockList, isIP } from 'node:net';
  * allows a network (`HERALD_ALLOWED_NETWORKS`). The check is made on the
  * address actually connected to, after DNS, so a name that resolves to a
  * private address (or is made to, later) is caught too.
+ *
+ * An allowed network is matched against the address as written, and, for
+ * an IPv4-mapped address only, against the IPv4 address it stands for (the
+ * one the socket really reaches). See #judge for why the other embedded
+ * forms are not.
  */
-
-/** Ranges that are not the public internet (IANA special-purpose registries), with what to call them. */
-const SPECIAL_V4: Array<[string, number, string]> = [
-  ['0.0.0.0', 8, 'unspecified ("this network")'],
-  ['10.0.0.0', 8, 'private'],
-  ['100.64.0.0', 10, 'carrier-grade NAT'],
-  ['127.0.0.0', 8, 'loopback'],
-  ['169.254.0.0', 16, 'link-local (cloud metadata)'],
-  ['172.16.0.0', 12, 'private'],
-  ['192.0.0.0', 24, 'IETF protocol assignment'],
-  ['192.0.2.0', 24, 'documentation'],
-  ['192.88.99.0', 24, '6to4 relay'],
-  ['192.168.0.0', 16, 'private'],
-  ['198.18.0.0', 15, 'benchmarking'],
-  ['198.51.100.0', 24, 'documentation'],
-  ['203.0.113.0', 24, 'documentation'],
-  ['224.0.0.0', 4, 'multicast'],
-  ['240.0.0.0', 4, 'reserved'],
-];
-const SPECIAL_V6: Array<[string, number, string]> = [
-  ['::', 128, 'unspecified'],
-  ['::1', 128, 'loopback'],
-  ['64:ff9b:1::', 48, 'local NAT64'],
-  ['100::', 64, 'discard-only'],
-  ['2001::', 23, 'IETF protocol assignment'],
-  ['2001:db8::', 32, 'documentation'],
-  ['fc00::', 7, 'unique local (private)'],
-  ['fe80::', 10, 'link-local'],
-  ['ff00::', 8, 'multicast'],
-];
 
 export interface AddressVerdict {
   allowed: boolean;
   /** For a refused address: what kind of address it is ("private", "loopback", …). */
   kind?: string;
+  /** For an IPv6 address refused for the IPv4 address it carries: that address, and how it is carried. */
+  embedded?: { ipv4: string; via: Embedding };
 }
 
+/**
+ * The one judge of an address, for every IP literal in an endpoint's URL
+ * (saved, changed, test-sent or delivered to) and every address a name
+ * resolves to when Herald connects. Addresses are judged on their bytes
+ * (special-addresses.ts); only public ones pass, unless the operator
+ * allows their network.
+ *
+ * @example
+ *   new AddressPolicy(['10.20.0.0/16']).check('::ffff:10.20.0.5'); // { allowed: true }
+ *   AddressPolicy.PUBLIC_ONLY.check('64:ff9b::a9fe:a9fe');
+ *   // { allowed: false, kind: 'link-local (cloud metadata)', embedded: { ipv4: '169.254.169.254', via: 'NAT64' } }
+ */
 export class AddressPolicy {
   /** Nothing but public addresses: the default. */
   static readonly PUBLIC_ONLY = new AddressPolicy([]);
 
   readonly allowedNetworks: readonly string[];
-  readonly #allowed = new BlockList();
+  readonly #allowed: Array<[IP, number]> = [];
 
   /** `allowedNetworks`: CIDR ranges to allow despite being special ("127.0.0.0/8", "fd00::/8"). */
   constructor(allowedNetworks: readonly string[]) {
     this.allowedNetworks = allowedNetworks.map((cidr) => {
       const { address, prefix, family } = parseCidr(cidr);
-      this.#allowed.addSubnet(address, prefix, family);
+      this.#allowed.push([parseAddress(address, family === 'ipv4' ? 4 : 6)!, prefix]);
       return `${address}/${prefix}`;
     });
   }
 
+  /** `ip`: an address as text, IPv6 with or without brackets. */
   check(ip: string): AddressVerdict {
-    const address = unbracket(ip);
-    const family = isIP(address);
-    if (family === 0) return { allowed: false, kind: 'malformed' };
-    // An IPv4 address written as IPv6 (::ffff:10.0.0.5) is judged as the IPv4 one.
-    const mapped = family === 6 ? /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address)?.[1] : undefined;
-    const [a, f] = mapped ? [mapped, 'ipv4' as const] : [address, family === 4 ? ('ipv4' as const) : ('ipv6' as const)];
-    if (this.#allowed.check(a, f)) return { allowed: true };
-    const kind = specialKind(a, f);
+    const text = unbracket(ip);
+    const address = parseAddress(text, isIP(text));
+    return address ? this.#judge(address) : { allowed: false, kind: 'malformed' };
+  }
+
+  #judge(address: IP): AddressVerdict {
+    if (this.#allows(address)) return { allowed: true };
+    if (isIPv6(address)) {
+      const carried = embeddedIPv4(address);
+      // An IPv4-mapped address is the IPv4 address to the kernel (a socket
+      // connects to 127.0.0.1 for ::ffff:7f00:1): it is judged exactly as
+      // that address, networks the operator allows included.
+      if (carried[0]?.via === 'IPv4-mapped') {
+        const verdict = this.#judge(carried[0].ipv4);
+        return verdict.allowed ? verdict : { ...verdict, embedded: { ipv4: carried[0].ipv4.toString(), via: 'IPv4-mapped' } };
+      }
+      // Every other form reaches its IPv4 address through a gateway or a
+      // tunnel, where an allowed network may mean another machine (a NAT64
+      // gateway's 127.0.0.1 is the gateway): the IPv4 address must be
+      // public. To allow such addresses, the operator names the IPv6 range.
+      for (const { ipv4, via } of carried) {
+        const kind = specialKind(ipv4);
+        if (kind) return { allowed: false, kind, embedded: { ipv4: ipv4.toString(), via } };
+      }
+    }
+    const kind = specialKind(address);
     return kind ? { allowed: false, kind } : { allowed: true };
   }
-}
 
-const specialLists = {
-  ipv4: SPECIAL_V4.map(([net, prefix, kind]) => ({ list: subnet(net, prefix, 'ipv4'), kind })),
-  ipv6: SPECIAL_V6.map(([net, prefix, kind]) => ({ list: subnet(net, prefix, 'ipv6'), kind })),
-};
-
-function subnet(net: string, prefix: number, family: 'ipv4' | 'ipv6'): BlockList {
-  const list = new BlockList();
-  list.addSubnet(net, prefix, family);
-  return list;
-}
-
-function specialKind(address: string, family: 'ipv4' | 'ipv6'): string | undefined {
-  return specialLists[family].find((s) => s.list.check(address, family))?.kind;
+  #allows(address: IP): boolean {
+    return this.#allowed.some(([network, prefix]) => network.kind() === address.kind() && address.match(network, prefix));
+  }
 }
 
 function unbracket(host: string): string {
@@ -114,8 +112,18 @@ export function isLocalHostName(hostname: string): boolean {
   return h === 'localhost' || h.endsWith('.localhost');
 }
 
-/** The sentence for a refused address, shown in the attempt log and in API errors. */
-export function refusedAddressMessage(host: string, ip: string, kind: string): string {
-  const subject = unbracket(host) === unbracket(ip) ? `${unbracket(ip)} is` : `${host} resolves to ${ip},`;
-  return `${subject} a ${kind} address; Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)`;
+/**
+ * The sentence for a refused address, shown in the attempt log and in API
+ * errors. It names the host and the address, never the port: nothing was
+ * connected to, so it is the same whether anything listens there.
+ */
+export function refusedAddressMessage(host: string, ip: string, verdict: AddressVerdict): string {
+  const address = unbracket(ip);
+  const kind = verdict.kind ?? 'special';
+  const leadsTo = verdict.embedded ? ` leads to ${verdict.embedded.ipv4} (${verdict.embedded.via}),` : '';
+  const subject =
+    unbracket(host) === address
+      ? leadsTo ? `${address}${leadsTo}` : `${address} is`
+      : leadsTo ? `${host} resolves to ${address}, which${leadsTo}` : `${host} resolves to ${address},`;
+  return `${subject} ${/^(?!uni)[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind} address; Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)`;
 }

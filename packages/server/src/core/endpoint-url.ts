@@ -9,7 +9,11 @@ const MAX_URL_LENGTH = 2048;
  * normalised URL or throws a 400 that says what to fix. An address the policy
  * would refuse (a private or loopback IP, `localhost`) is refused here too, so
  * the customer hears it now rather than from failed attempts; a name that
- * resolves to such an address is caught when Herald connects.
+ * resolves to such an address is caught when Herald connects. The URL parser
+ * has already turned every way of writing an IPv4 address (2130706433,
+ * 0x7f.1, 127.1, 0177.0.0.1, full-width digits, percent-encoding) into a
+ * dotted quad and every IPv6 one into its short form, so `hostname` is the
+ * address as the policy should see it.
  */
 export function parseEndpointUrl(raw: unknown, addresses: AddressPolicy, field = 'url'): string {
   const fail = (message: string): HeraldError => invalidField(field, message, 'invalid_url');
@@ -30,7 +34,7 @@ export function parseEndpointUrl(raw: unknown, addresses: AddressPolicy, field =
   const ip = isIP(host) ? host : isLocalHostName(host) ? '127.0.0.1' : undefined;
   if (ip) {
     const verdict = addresses.check(ip);
-    if (!verdict.allowed) throw fail(`cannot be used: ${refusedAddressMessage(host, ip, verdict.kind ?? 'special')}`);
+    if (!verdict.allowed) throw fail(`cannot be used: ${refusedAddressMessage(host, ip, verdict)}`);
   }
   return url.toString();
 }

@@ -32,6 +32,11 @@ export interface Outcome {
 
 export function classifyOutcome(result: AttemptResult): Outcome {
   if (result.stage === 'transport') {
+    // An address the policy refuses was never connected to, and asking again
+    // would only ask the policy again: the receiver's address (or its DNS
+    // record) has to change, or the operator has to allow the network, and a
+    // redelivery then sends it.
+    if (result.kind === 'address_refused') return { verdict: 'permanent', error: result.message, status: null };
     // Timeouts, refused/reset connections, DNS and TLS failures: all retried.
     return { verdict: 'retry', error: result.message, status: null };
   }

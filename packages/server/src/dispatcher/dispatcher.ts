@@ -13,7 +13,7 @@ import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/qu
 import { claimDue, type Claim } from './claim.ts';
 import { createRecorder, type Finished } from './record.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
-import { createAgent, Flight, type SendResult } from './send.ts';
+import { createAgent, Flight, type ResolveHost, type SendResult } from './send.ts';
 
 export { ATTEMPTS_KEPT };
 
@@ -60,6 +60,8 @@ export interface DispatcherDeps extends ServiceDeps {
   random?: () => number;
   /** TLS options for outgoing connections (tests pass their CA). */
   connect?: Parameters<typeof createAgent>[0]['connect'];
+  /** How host names are resolved (node's DNS unless given; tests pass their own). */
+  lookup?: ResolveHost;
 }
 
 export interface TickReport {
@@ -92,7 +94,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   const { db, config, clock } = deps;
   const random = deps.random ?? Math.random;
   const maxAttempts = config.retry.maxRetries + 1;
-  const agent: Agent = createAgent({ connections: config.endpointConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: deps.connect });
+  const agent: Agent = createAgent({ connections: config.endpointConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: deps.connect, lookup: deps.lookup });
   const recorder = createRecorder({
     db,
     disableAfter: config.disableAfter,

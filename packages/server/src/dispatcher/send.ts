@@ -1,7 +1,7 @@
-import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { lookup as dnsLookup, type LookupAddress, type LookupOptions } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import { Agent, buildConnector, errors as undiciErrors } from 'undici';
-import { refusedAddressMessage, type AddressPolicy } from '../core/address-policy.ts';
+import { refusedAddressMessage, type AddressPolicy, type AddressVerdict } from '../core/address-policy.ts';
 import type { AttemptResult, TransportErrorKind } from '../core/outcome.ts';
 
 /** At most this much of a response body is kept for the attempt log. */
@@ -30,26 +30,37 @@ export interface SendResult {
 /** A connection refused by the address policy before it was opened. */
 export class AddressRefusedError extends Error {
   readonly code = 'HERALD_ADDRESS_REFUSED';
-  constructor(host: string, ip: string, kind: string) {
-    super(refusedAddressMessage(host, ip, kind));
+  constructor(host: string, ip: string, verdict: AddressVerdict) {
+    super(refusedAddressMessage(host, ip, verdict));
     this.name = 'AddressRefusedError';
   }
 }
 
 /**
- * DNS lookup that keeps only the addresses the policy allows, so the socket
- * can only connect to a checked address (no window for DNS rebinding between
- * a check and the connection).
+ * Resolves a host name to every address it has, as `dns.lookup(name, {
+ * all: true })` does (the default). Tests pass one that maps names to
+ * whatever addresses they need.
  */
-function checkedLookup(policy: AddressPolicy): LookupFunction {
+export type ResolveHost = (hostname: string, options: Pick<LookupOptions, 'family' | 'hints'>, callback: (err: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
+const resolveWithDns: ResolveHost = (hostname, options, callback) => dnsLookup(hostname, { ...options, all: true }, callback);
+
+/**
+ * A socket's lookup that keeps only the addresses the policy allows, so the
+ * socket can only connect to a checked address (no window for DNS rebinding
+ * between a check and the connection). Every address is checked, whichever
+ * the socket would try first; a name with none left fails with the first
+ * refused one's reason.
+ */
+export function checkedLookup(policy: AddressPolicy, resolve: ResolveHost = resolveWithDns): LookupFunction {
   return (hostname, options, callback) => {
-    dnsLookup(hostname, { ...options, all: true }, (err, addresses: LookupAddress[]) => {
+    resolve(hostname, { family: options.family, hints: options.hints }, (err, addresses) => {
       if (err) return (callback as (e: Error) => void)(err);
       const allowed = addresses.filter((a) => policy.check(a.address).allowed);
       if (allowed.length === 0) {
         const first = addresses[0];
         const refused = first
-          ? new AddressRefusedError(hostname, first.address, policy.check(first.address).kind ?? 'special')
+          ? new AddressRefusedError(hostname, first.address, policy.check(first.address))
           : Object.assign(new Error(`DNS: no address for ${hostname}`), { code: 'ENOTFOUND' });
         return (callback as (e: Error) => void)(refused);
       }
@@ -62,21 +73,28 @@ function checkedLookup(policy: AddressPolicy): LookupFunction {
 /**
  * One keep-alive pool per origin; redirects are never followed (no
  * interceptor). Every connection goes through the address policy: a literal
- * IP is checked here, a name after its DNS lookup.
+ * IP is checked here, a name after its DNS lookup (`lookup`, node's
+ * `dns.lookup` unless given). Nothing is connected to for a refused address.
  *
  * `timeoutMs` is the attempts' deadline, and also bounds a connection's
  * set-up (DNS, TCP and TLS): a Flight can abort its request only once undici
  * has a connection for it (`onConnect`), so a handshake that hangs ends at
  * the connect timeout, which is undici's 10 s unless given here.
  */
-export function createAgent(options: { connections: number; addresses: AddressPolicy; timeoutMs: number; connect?: buildConnector.BuildOptions }): Agent {
-  const connectTls = buildConnector({ timeout: options.timeoutMs, ...options.connect, lookup: checkedLookup(options.addresses) } as buildConnector.BuildOptions);
+export function createAgent(options: {
+  connections: number;
+  addresses: AddressPolicy;
+  timeoutMs: number;
+  connect?: buildConnector.BuildOptions;
+  lookup?: ResolveHost;
+}): Agent {
+  const connectTls = buildConnector({ timeout: options.timeoutMs, ...options.connect, lookup: checkedLookup(options.addresses, options.lookup) } as buildConnector.BuildOptions);
   const connect: buildConnector.connector = (opts, callback) => {
     const host = opts.hostname.startsWith('[') ? opts.hostname.slice(1, -1) : opts.hostname;
     if (isIP(host)) {
       const verdict = options.addresses.check(host);
       if (!verdict.allowed) {
-        callback(new AddressRefusedError(host, host, verdict.kind ?? 'special'), null);
+        callback(new AddressRefusedError(host, host, verdict), null);
         return;
       }
     }

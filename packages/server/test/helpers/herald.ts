@@ -8,7 +8,7 @@ import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import type { NewEvent } from '../../src/storage/queries/events.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
-import { createAgent } from '../../src/dispatcher/send.ts';
+import { createAgent, type ResolveHost } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
@@ -65,6 +65,8 @@ export async function createTestHerald(
     panelAuth?: Partial<PanelAuthConfig>;
     /** Which networks it may send to; loopback (the test receivers) and the public internet by default. */
     addresses?: AddressPolicy;
+    /** How the API's test sends and the dispatcher resolve host names (DNS unless given). */
+    lookup?: ResolveHost;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
@@ -74,7 +76,7 @@ export async function createTestHerald(
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
-  const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca } });
+  const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
   const app = await buildApp({
     ...deps,
     disableAfter: config.disableAfter,
@@ -86,7 +88,7 @@ export async function createTestHerald(
     panel: options.panel,
     panelAuth: { ...DEFAULT_PANEL_AUTH, ...options.panelAuth },
   });
-  const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca } });
+  const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca }, lookup: options.lookup });
 
   const openApi = new OpenApiChecker((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
 
