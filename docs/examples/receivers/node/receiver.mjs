@@ -1,4 +1,5 @@
-// A Herald webhook receiver on Node.js with @herald/verify (npm install @herald/verify).
+// A Herald webhook receiver on Node.js with @herald/verify (until it is on npm, install it from a
+// Herald checkout: npm pack -w @herald/verify, then npm install ./herald-verify-0.1.0.tgz).
 //
 //   HERALD_WEBHOOK_SECRET=whsec_... PORT=8000 node receiver.mjs
 import { createServer } from 'node:http';
