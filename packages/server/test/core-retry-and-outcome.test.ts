@@ -10,7 +10,7 @@ const delay = (attempt: number, random = 0.5, retryAfterMs?: number) => {
   return at === null ? null : at.getTime() - now.getTime();
 };
 
-describe('retry schedule (DECISIONS.md defaults)', () => {
+describe('retry schedule (the defaults)', () => {
   test('nominal delays: 1 min, 5 min, 25 min, ~2 h, ~10 h, ~2 days; none after the 6th retry', () => {
     assert.deepEqual([1, 2, 3, 4, 5, 6, 7].map((a) => delay(a)), [60_000, 300_000, 1_500_000, 7_500_000, 37_500_000, 187_500_000, null]);
   });
@@ -39,7 +39,7 @@ describe('retry schedule (DECISIONS.md defaults)', () => {
   });
 });
 
-describe('outcome classification (SPEC.md table)', () => {
+describe('outcome classification (the published table)', () => {
   const verdict = (status: number) => classifyOutcome({ stage: 'response', status }).verdict;
   test('2xx success, 429 and 5xx retry, other 4xx permanent, 3xx permanent', () => {
     assert.deepEqual([200, 204, 299].map(verdict), ['success', 'success', 'success']);

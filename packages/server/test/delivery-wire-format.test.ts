@@ -9,7 +9,7 @@ import { startReceiver, type Receiver } from './helpers/receiver.ts';
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 for (const engine of ENGINES) {
-  describe(`wire format as SPEC.md writes it [${engine}]`, () => {
+  describe(`wire format as receivers are promised it [${engine}]`, () => {
     let h: TestHerald;
     let receiver: Receiver;
     let secret: string;

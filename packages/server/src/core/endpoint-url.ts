@@ -5,7 +5,8 @@ import { isLocalHostName, refusedAddressMessage, type AddressPolicy } from './ad
 const MAX_URL_LENGTH = 2048;
 
 /**
- * SPEC.md: the address must use https; the panel rejects http. Returns the
+ * The address must use https: http is refused, since events would travel
+ * unencrypted. Returns the
  * normalised URL or throws a 400 that says what to fix. An address the policy
  * would refuse (a private or loopback IP, `localhost`) is refused here too, so
  * the customer hears it now rather than from failed attempts; a name that

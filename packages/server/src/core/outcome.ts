@@ -1,6 +1,7 @@
 /**
  * Classifies what happened to one HTTP attempt, in one pure function, by
- * stage and kind (SPEC.md's outcome table with DECISIONS.md's additions).
+ * stage and kind: the outcome table of docs/receiving-webhooks.md and
+ * docs/delivery.md.
  */
 
 /** How a request failed before a status line arrived. */

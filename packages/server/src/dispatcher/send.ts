@@ -206,8 +206,8 @@ function onExcerptTimeout(flight: Flight): void {
  * own promises. In a worker at full speed most requests wait in undici's
  * queue for a connection, so whatever an attempt allocates when it is sent
  * outlives a young-generation collection or two and is copied and promoted:
- * that copying was about a fifth of the worker's CPU (BENCHMARKS.md,
- * seventeenth session). `dispatch()` with a handler of our own is what
+ * that copying was about a fifth of the worker's CPU in the benchmark
+ * (decision 0010). `dispatch()` with a handler of our own is what
  * `request()` is built on, through the same Agent and its pools.
  *
  * The deadline covers connecting, sending and receiving the status line and
