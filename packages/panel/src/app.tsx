@@ -7,6 +7,7 @@ import { Loading } from './components/loading.tsx';
 import { Shell } from './components/shell.tsx';
 import { navigate, parseRoute, paths, useLocation, type Route } from './lib/router.ts';
 import { SessionContext } from './lib/session.ts';
+import { takeSetupToken } from './lib/setup-token.ts';
 import { asApiError } from './lib/use-resource.ts';
 import { EndpointDetail } from './screens/endpoint-detail.tsx';
 import { EndpointEdit } from './screens/endpoint-edit.tsx';
@@ -31,6 +32,14 @@ function nextPath(search: string): string {
 
 export function App() {
   const [boot, setBoot] = useState<Boot>({ state: 'loading' });
+  // Read before anything rewrites the address bar.
+  const [setupToken, setSetupToken] = useState(takeSetupToken);
+  // The link pasted into a tab already on the setup screen changes only the fragment: no reload.
+  useEffect(() => {
+    const update = () => setSetupToken(takeSetupToken());
+    window.addEventListener('hashchange', update);
+    return () => window.removeEventListener('hashchange', update);
+  }, []);
   const where = useLocation();
   const url = useMemo(() => new URL(where, location.origin), [where]);
   const route = parseRoute(url.pathname);
@@ -106,7 +115,7 @@ export function App() {
         </main>
       );
     case 'setup':
-      return <Setup onSignedIn={signedIn} />;
+      return <Setup token={setupToken} onSignedIn={signedIn} />;
     case 'signed-out':
       return <SignIn onSignedIn={signedIn} notice={boot.notice} />;
     case 'signed-in':

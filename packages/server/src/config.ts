@@ -62,6 +62,12 @@ export interface Config {
    * addresses only, so a customer's endpoint cannot reach into the operator's network.
    */
   allowedNetworks: string[];
+  /**
+   * Reverse proxies whose forwarding headers (X-Forwarded-For, -Proto, -Host)
+   * are believed, as addresses or CIDR ranges. Empty: none, so a request's
+   * address is always the one its connection came from.
+   */
+  trustedProxies: string[];
 }
 
 /** Panel sign-in: the session cookie and how long a session lasts. */
@@ -156,7 +162,7 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
-/** A comma- or space-separated list of CIDR ranges ("10.0.0.0/8, fd00::/8"). */
+/** A comma- or space-separated list of CIDR ranges ("10.0.0.0/8, fd00::/8"); a bare address is a range of one. */
 function networks(setting: string, raw: string | undefined): string[] {
   const items = (raw ?? '').split(/[\s,]+/).filter(Boolean);
   return items.map((item) => {
@@ -183,6 +189,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
     allowedNetworks: networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS),
+    trustedProxies: networks('HERALD_TRUSTED_PROXIES', env.HERALD_TRUSTED_PROXIES),
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -12,7 +12,8 @@ export const ERRORS = {
   unauthorized: { status: 401, title: 'Missing or invalid credentials' },
   invalid_credentials: { status: 401, title: 'Sign-in failed' },
   csrf_failed: { status: 403, title: 'The request did not come from the panel' },
-  setup_not_local: { status: 403, title: 'First-run setup is only possible from the machine Herald runs on' },
+  setup_token_required: { status: 403, title: 'First-run setup needs the setup link Herald printed' },
+  setup_token_invalid: { status: 403, title: 'The setup token is not the one Herald printed' },
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'No such route' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
@@ -28,6 +29,7 @@ export const ERRORS = {
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   rate_limited: { status: 429, title: 'Too many requests' },
   internal_error: { status: 500, title: 'Internal error' },
+  busy: { status: 503, title: 'Herald is busy' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -5,12 +5,15 @@ import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
 import { systemClock, type Clock } from './core/clock.ts';
+import { PasswordHasher } from './core/passwords.ts';
+import { SetupToken } from './core/setup-token.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
 import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
+import { setupNeeded } from './services/users.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
 import { openStorage, prepareDatabase } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
@@ -18,6 +21,12 @@ import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 export interface Herald {
   /** Where the API listens (absent for `--role worker`). */
   url: string | undefined;
+  /**
+   * First run: the panel's setup page with this process's one-time token in
+   * the fragment, when the API started while Herald had no user. Printed
+   * once on the console, never logged.
+   */
+  setupLink: string | undefined;
   app: FastifyInstance | undefined;
   dispatcher: Dispatcher | undefined;
   deps: ServiceDeps;
@@ -38,11 +47,20 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   try {
     await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
-    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
+    const deps: ServiceDeps = {
+      db: storage.db,
+      encryptionKey: storage.encryptionKey,
+      clock,
+      validator: new SchemaValidator(),
+      addresses: new AddressPolicy(config.allowedNetworks),
+      passwords: new PasswordHasher(),
+    };
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;
+    let setupLink: string | undefined;
     if (config.role !== 'worker') {
+      const setupToken = new SetupToken();
       // Test events go out from the API process, through a small pool of its own.
       const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs });
       app = await buildApp({
@@ -51,12 +69,15 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
         rateLimits: config.rateLimits,
         panelAuth: config.panel,
+        setupToken,
+        trustedProxies: config.trustedProxies,
         maxBodyBytes: config.maxBodyBytes,
         logLevel: config.logLevel,
         logStream,
         panel: { root: panelDistDir },
       });
       url = await app.listen({ host: config.host, port: config.port });
+      if (await setupNeeded(storage.db)) setupLink = `${url}/setup#token=${setupToken.value}`;
       closers.push(() => app!.close(), () => agent.close());
     }
     if (!config.databaseUrl) {
@@ -82,6 +103,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     let closing: Promise<void> | undefined;
     return {
       url,
+      setupLink,
       app,
       dispatcher,
       deps,

@@ -37,6 +37,13 @@ describe('config', () => {
     assert.deepEqual([c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.recordLingerMs], [1024, 64, 20]);
   });
 
+  test('HERALD_TRUSTED_PROXIES: none by default; addresses and CIDR ranges, a bare address being a range of one', () => {
+    assert.deepEqual(loadConfig({ env: {} }).trustedProxies, []);
+    assert.deepEqual(loadConfig({ env: { HERALD_TRUSTED_PROXIES: '10.0.0.1, 172.16.0.0/12 fd00::/8' } }).trustedProxies, ['10.0.0.1/32', '172.16.0.0/12', 'fd00::/8']);
+    refused({ HERALD_TRUSTED_PROXIES: 'proxy.internal' }, 'HERALD_TRUSTED_PROXIES');
+    refused({ HERALD_TRUSTED_PROXIES: '10.0.0.0/33' }, 'HERALD_TRUSTED_PROXIES');
+  });
+
   test('environment values are read and flags win over them', () => {
     const c = loadConfig({
       env: {

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { systemClock } from '../src/core/clock.ts';
+import { PasswordHasher } from '../src/core/passwords.ts';
 import { SchemaValidator } from '../src/core/schema-validator.ts';
 import { createAccount, createApiKey } from '../src/services/accounts.ts';
 import { createEndpoint } from '../src/services/endpoints.ts';
@@ -25,7 +26,7 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
   let receiver: Receiver;
   let accountId: string;
   const env = () => ({ DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64'), HERALD_CONCURRENCY: '16', HERALD_ENDPOINT_CONCURRENCY: '16' });
-  const deps = () => ({ db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator(), addresses: TEST_ADDRESSES });
+  const deps = () => ({ db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator(), addresses: TEST_ADDRESSES, passwords: new PasswordHasher() });
 
   before(async () => {
     scratch = await createScratchPostgres();

@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
-import { hashPassword, verifyPassword } from '../src/core/passwords.ts';
+import { PasswordHasher } from '../src/core/passwords.ts';
 import { createUser } from '../src/services/users.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
@@ -23,13 +23,25 @@ function sessionCookieOf(res: { cookies: Array<{ name: string; value: string }> 
 }
 
 test('passwords are hashed with scrypt and a random salt; the hash carries its parameters', async () => {
-  const a = await hashPassword('correct horse battery staple');
-  const b = await hashPassword('correct horse battery staple');
+  const passwords = new PasswordHasher();
+  const a = await passwords.hash('correct horse battery staple');
+  const b = await passwords.hash('correct horse battery staple');
   assert.match(a, /^scrypt\$15\$8\$1\$[A-Za-z0-9_-]{22}\$[A-Za-z0-9_-]{43}$/);
   assert.notEqual(a, b, 'salted');
-  assert.equal(await verifyPassword('correct horse battery staple', a), true);
-  assert.equal(await verifyPassword('correct horse battery stapl', a), false);
-  assert.equal(await verifyPassword('anything', 'bcrypt$whatever'), false);
+  assert.equal(await passwords.verify('correct horse battery staple', a), true);
+  assert.equal(await passwords.verify('correct horse battery stapl', a), false);
+  assert.equal(await passwords.verify('anything', 'bcrypt$whatever'), false);
+});
+
+test('hashing runs a few at a time and refuses at once past a short queue', async () => {
+  const passwords = new PasswordHasher({ concurrency: 2, queue: 3 });
+  const stored = await passwords.hash('correct horse battery staple');
+  const results = await Promise.allSettled(Array.from({ length: 8 }, () => passwords.verify('wrong', stored)));
+  assert.equal(passwords.peak, 2);
+  assert.deepEqual(results.map((r) => r.status), ['fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'fulfilled', 'rejected', 'rejected', 'rejected']);
+  assert.equal(((results[7] as PromiseRejectedResult).reason as { code: string }).code, 'busy');
+  // Once the queue has drained, hashing takes work again.
+  assert.equal(await passwords.verify('correct horse battery staple', stored), true);
 });
 
 for (const engine of ENGINES) {
@@ -46,10 +58,29 @@ for (const engine of ENGINES) {
       await h.close();
     });
 
-    test('first run: setup is offered while there is no user, validates every field, and refuses a proxied or remote request', async () => {
+    test('first run: setup is offered while there is no user, needs the setup token Herald printed, and validates every field', async () => {
       assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: true });
+      const token = h.setupToken.value;
+      assert.match(token, /^[A-Za-z0-9_-]{43}$/, '256 random bits');
 
-      const bad = await h.call('POST', '/v1/setup', { body: { account_name: ' ', name: 'Ada', email: 'not an email', password: 'short' } });
+      // No header makes a request local: from this machine, through a proxy or not, the token is what counts.
+      for (const [what, options] of [
+        ['from this machine', {}],
+        ['with a header no proxy check knew', { headers: { 'true-client-ip': '127.0.0.1' } }],
+        ['from another machine', { remoteAddress: '203.0.113.9' }],
+      ] as const) {
+        const res = await h.call('POST', '/v1/setup', { body: first, ...options });
+        assert.equal(res.status, 403, what);
+        assert.equal(res.json.code, 'setup_token_required');
+        assert.match(res.json.detail, /setup link Herald printed on its console/);
+        assert.match(res.json.detail, /herald users create/);
+      }
+      const wrong = await h.call('POST', '/v1/setup', { body: { ...first, setup_token: token.replace(/^./, token.startsWith('A') ? 'B' : 'A') } });
+      assert.equal(wrong.status, 403);
+      assert.equal(wrong.json.code, 'setup_token_invalid');
+      assert.match(wrong.json.detail, /herald users create/);
+
+      const bad = await h.call('POST', '/v1/setup', { body: { account_name: ' ', name: 'Ada', email: 'not an email', password: 'short', setup_token: token } });
       assert.equal(bad.status, 400);
       assert.deepEqual(bad.json.errors.map((e: { field: string }) => e.field), ['account_name', 'email', 'password']);
       assert.doesNotMatch(JSON.stringify(bad.json), /short/, 'the password is not echoed');
@@ -57,21 +88,16 @@ for (const engine of ENGINES) {
       const missing = await h.call('POST', '/v1/setup', { body: { email: 'ada@acme.example' } });
       assert.equal(missing.status, 400);
       assert.equal(missing.json.code, 'validation_failed');
-
-      for (const [what, options] of [
-        ['through a proxy on this machine', { headers: { 'x-forwarded-for': '203.0.113.9' } }],
-        ['from another machine', { remoteAddress: '203.0.113.9' }],
-      ] as const) {
-        const res = await h.call('POST', '/v1/setup', { body: first, ...options });
-        assert.equal(res.status, 403, what);
-        assert.equal(res.json.code, 'setup_not_local');
-        assert.match(res.json.detail, /herald users create/);
-      }
       assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: true }, 'nothing was created');
+      assert.ok(!h.logs().includes(token), 'the token is not logged');
     });
 
     test('setup creates the account and its first user and signs in; only once, even when two race', async () => {
-      const [a, b] = await Promise.all([h.call('POST', '/v1/setup', { body: first }), h.call('POST', '/v1/setup', { body: { ...first, email: 'eve@acme.example' } })]);
+      const setup_token = h.setupToken.value;
+      const [a, b] = await Promise.all([
+        h.call('POST', '/v1/setup', { body: { ...first, setup_token }, remoteAddress: '203.0.113.9' }),
+        h.call('POST', '/v1/setup', { body: { ...first, email: 'eve@acme.example', setup_token } }),
+      ]);
       const statuses = [a.status, b.status].sort();
       assert.deepEqual(statuses, [201, 409]);
       const won = a.status === 201 ? a : b;
@@ -82,6 +108,11 @@ for (const engine of ENGINES) {
       assert.match(won.json.csrf_token, /^[A-Za-z0-9_-]{43}$/);
       assert.equal(won.headers['cache-control'], 'no-store');
       assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: false });
+      // Done: the token opens nothing any more.
+      const again = await h.call('POST', '/v1/setup', { body: { ...first, setup_token } });
+      assert.equal(again.status, 409);
+      assert.equal(again.json.code, 'setup_done');
+      assert.equal(h.setupToken.matches(setup_token), false, 'spent');
       const users = await h.db.query<{ email: string; password_hash: string }>('SELECT email, password_hash FROM users');
       assert.equal(users.rows.length, 1);
       assert.ok(!users.rows[0]!.password_hash.includes(first.password));
@@ -124,7 +155,7 @@ for (const engine of ENGINES) {
 
       const forced = await createTestHerald(engine, { panelAuth: { cookieSecure: 'always' } });
       try {
-        await createUser(forced.db, forced.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
+        await createUser(forced.db, forced.deps.passwords, forced.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
         const signed = await forced.call('POST', '/v1/session', { body: { email: 'bob@acme.example', password: first.password } });
         assert.equal(signed.cookies.find((c) => c.name === '__Host-herald_session')?.secure, true);
       } finally {
@@ -178,7 +209,7 @@ for (const engine of ENGINES) {
 
       const limited = await createTestHerald(engine, { rateLimits: { managementPerMinute: 2 } });
       try {
-        await createUser(limited.db, limited.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
+        await createUser(limited.db, limited.deps.passwords, limited.accountId, { email: 'bob@acme.example', name: 'Bob', password: first.password });
         const signed = await limited.call('POST', '/v1/session', { body: { email: 'bob@acme.example', password: first.password } });
         const panel = { cookie: sessionCookieOf(signed) };
         assert.equal((await limited.call('GET', '/v1/endpoints', { headers: panel })).status, 200);
@@ -265,6 +296,51 @@ for (const engine of ENGINES) {
       assert.equal(later.status, 200);
     });
 
+    test('wrong passwords sent all at once are held to the limit: the rest are refused before their password is checked', async () => {
+      const attacker = '198.51.100.20';
+      const burst = await Promise.all(
+        Array.from({ length: 40 }, (_, i) =>
+          h.call('POST', '/v1/session', { body: { email: first.email, password: i === 39 ? first.password : `guess ${i}` }, remoteAddress: attacker }),
+        ),
+      );
+      const statuses = burst.map((r) => r.status);
+      assert.equal(statuses.filter((s) => s === 401).length, 10, 'only the limit were checked');
+      assert.equal(statuses.filter((s) => s === 429).length, 30);
+      assert.ok(!statuses.includes(200), 'the right password in the burst did not sign in');
+      const refused = burst.find((r) => r.status === 429)!;
+      assert.equal(refused.json.code, 'rate_limited');
+      assert.equal(refused.headers['retry-after'], '900');
+      assert.equal((await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, remoteAddress: attacker })).status, 429);
+    });
+
+    test('a session ends exactly at the idle timeout after its last use, and exactly at its maximum age', async () => {
+      const { sessionIdleMs: idle, sessionMaxMs: max } = DEFAULT_PANEL_AUTH;
+      const signIn = async () => sessionCookieOf(await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password } }));
+      const status = async (cookie: string) => (await h.call('GET', '/v1/session', { headers: { cookie } })).status;
+
+      // Used 30 s after sign-in (well within any once-a-minute bookkeeping), then left alone.
+      const kept = await signIn();
+      const ended = await signIn();
+      h.clock.advance(30_000);
+      assert.equal(await status(kept), 200);
+      assert.equal(await status(ended), 200);
+      h.clock.advance(idle - 1);
+      assert.equal(await status(kept), 200, 'one millisecond before the idle timeout');
+      h.clock.advance(1);
+      assert.equal(await status(ended), 401, 'at the idle timeout');
+
+      const busy = await signIn();
+      for (let used = 0; used + idle / 2 < max; used += idle / 2) {
+        h.clock.advance(idle / 2);
+        assert.equal(await status(busy), 200);
+      }
+      const left = max - Math.floor((max - 1) / (idle / 2)) * (idle / 2);
+      h.clock.advance(left - 1);
+      assert.equal(await status(busy), 200, 'one millisecond before the maximum age');
+      h.clock.advance(1);
+      assert.equal(await status(busy), 401, 'at the maximum age');
+    });
+
     test('passwords, session tokens and CSRF tokens never reach the log, and no response carries a password hash', async () => {
       const res = await h.call('POST', '/v1/session', { body: { email: first.email, password: first.password } });
       const token = sessionCookieOf(res).split('=')[1]!;
@@ -275,6 +351,72 @@ for (const engine of ENGINES) {
       assert.doesNotMatch(JSON.stringify(res.json), /scrypt|password/);
       const stored = (await h.db.query<{ token_hash: Buffer }>('SELECT token_hash FROM sessions')).rows;
       assert.ok(stored.every((s) => !s.token_hash.toString('utf8').includes(token)), 'only a hash of the token is stored');
+    });
+  });
+
+  describe(`sign-in behind a reverse proxy [${engine}]`, () => {
+    const PROXY = '10.0.0.1';
+    let h: TestHerald;
+    const signIn = (password: string, options: { remoteAddress: string; headers?: Record<string, string> }) =>
+      h.call('POST', '/v1/session', { body: { email: first.email, password }, ...options });
+
+    before(async () => {
+      h = await createTestHerald(engine, { trustedProxies: [`${PROXY}/32`] });
+      await createUser(h.db, h.deps.passwords, h.accountId, { email: first.email, name: first.name, password: first.password });
+    });
+    after(async () => {
+      await h.close();
+    });
+
+    test('behind a trusted proxy, wrong passwords from one client do not lock out another', async () => {
+      const via = (client: string) => ({ remoteAddress: PROXY, headers: { 'x-forwarded-for': client } });
+      // 60 failures through the proxy: past both limits, were they counted for the proxy's address.
+      for (let i = 0; i < 6; i++) {
+        for (let j = 0; j < 10; j++) assert.equal((await signIn(`guess ${i}.${j}`, via(`203.0.113.${10 + i}`))).status, 401);
+        assert.equal((await signIn(first.password, via(`203.0.113.${10 + i}`))).status, 429, 'the guessing client is locked out');
+      }
+      const other = await signIn(first.password, via('203.0.113.99'));
+      assert.equal(other.status, 200, 'another client behind the same proxy signs in');
+      // The log names the client, not the proxy.
+      assert.match(h.logs(), /"remoteAddress":"203\.0\.113\.99"/);
+    });
+
+    test('from a peer that is not a trusted proxy, X-Forwarded-For is ignored', async () => {
+      const peer = '198.51.100.40';
+      for (let i = 0; i < 10; i++) {
+        const res = await signIn(`guess ${i}`, { remoteAddress: peer, headers: { 'x-forwarded-for': `192.0.2.${i}` } });
+        assert.equal(res.status, 401);
+      }
+      const forged = await signIn(first.password, { remoteAddress: peer, headers: { 'x-forwarded-for': '192.0.2.200' } });
+      assert.equal(forged.status, 429, 'a new forged address does not start a new count');
+    });
+
+    test('without trusted proxies, a forged X-Forwarded-For changes nothing', async () => {
+      const plain = await createTestHerald(engine);
+      try {
+        await createUser(plain.db, plain.deps.passwords, plain.accountId, { email: first.email, name: first.name, password: first.password });
+        for (let i = 0; i < 10; i++) {
+          const res = await plain.call('POST', '/v1/session', { body: { email: first.email, password: `guess ${i}` }, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': `192.0.2.${i}` } });
+          assert.equal(res.status, 401);
+        }
+        const res = await plain.call('POST', '/v1/session', { body: { email: first.email, password: first.password }, remoteAddress: '127.0.0.1', headers: { 'x-forwarded-for': '192.0.2.200' } });
+        assert.equal(res.status, 429);
+      } finally {
+        await plain.close();
+      }
+    });
+
+    test('the per-client limit of unauthenticated requests counts each client behind a trusted proxy on its own', async () => {
+      const limited = await createTestHerald(engine, { trustedProxies: [PROXY], rateLimits: { managementPerMinute: 2 } });
+      try {
+        const get = (client: string) => limited.call('GET', '/v1/setup', { remoteAddress: PROXY, headers: { 'x-forwarded-for': client } });
+        assert.equal((await get('203.0.113.1')).status, 200);
+        assert.equal((await get('203.0.113.1')).status, 200);
+        assert.equal((await get('203.0.113.1')).status, 429);
+        assert.equal((await get('203.0.113.2')).status, 200, 'another client has its own allowance');
+      } finally {
+        await limited.close();
+      }
     });
   });
 }

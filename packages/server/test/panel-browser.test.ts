@@ -61,11 +61,15 @@ describe('the control panel served by a real Herald process', () => {
     dataDir = await mkdtemp(join(tmpdir(), 'herald-panel-'));
     herald = await startHeraldProcess(['--port', '0'], { HERALD_DATA_DIR: dataDir });
     origin = herald.url!;
+    // Herald started without a user, so it printed the setup link with its one-time token.
+    const link = /^First run: open (\S+) /m.exec(herald.stderr())?.[1];
+    assert.ok(link?.startsWith(`${origin}/setup#token=`), `a setup link on the console:\n${herald.stderr()}`);
+    const setupToken = new URL(link!).hash.slice('#token='.length);
     // Past first run: the panel opens on sign-in.
     const setup = await fetch(`${origin}/v1/setup`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ account_name: 'Acme Logistics', name: 'Ada', email: 'ada@example.com', password: 'correct horse battery staple' }),
+      body: JSON.stringify({ account_name: 'Acme Logistics', name: 'Ada', email: 'ada@example.com', password: 'correct horse battery staple', setup_token: setupToken }),
     });
     assert.equal(setup.status, 201);
   });
@@ -207,14 +211,25 @@ describe('a customer manages webhooks in the panel', () => {
     assert.equal(res.status, 202);
   }
 
-  test('first run: the setup screen creates the account and signs in; the empty list says what to do', pending, async () => {
+  test('first run: without the setup link the screen says where to find it; with it, setup creates the account and signs in', pending, async () => {
     await page.goto(`${origin}/`);
     await heading('Set up Herald').waitFor();
+    await page.getByTestId('setup-link-needed').getByText('/setup#token=…').waitFor();
+    assert.equal(await page.getByLabel('Account name').count(), 0, 'no form without the token');
+    await screenshot(page, 'setup-link-needed');
+
+    // The link Herald printed: the token is taken from the address bar at once.
+    await page.goto(`${origin}/setup#token=${h.setupToken.value}`);
+    await heading('Set up Herald').waitFor();
+    await page.getByLabel('Account name').waitFor();
+    assert.equal(new URL(page.url()).hash, '', 'the token left the address bar');
     await page.getByLabel('Account name').fill(user.account);
     await page.getByLabel('Your name').fill(user.name);
     await page.getByLabel('Email').fill(user.email);
     await page.getByLabel('Password').fill(user.password);
+    const sent = page.waitForRequest((r) => r.method() === 'POST' && new URL(r.url()).pathname === '/v1/setup');
     await page.getByRole('button', { name: 'Create account and sign in' }).click();
+    assert.equal((await sent).postDataJSON().setup_token, h.setupToken.value);
     await heading('Webhooks').waitFor();
     await page.getByTestId('endpoints-empty').getByText('No endpoints yet').waitFor();
     assert.equal(await page.getByTestId('account-name').textContent(), user.account);

@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
+import { PasswordHasher } from '../src/core/passwords.ts';
 import { SchemaValidator } from '../src/core/schema-validator.ts';
 import { ERRORS, fieldPath, HeraldError, type ErrorCode } from '../src/errors.ts';
 import { buildApp } from '../src/http/app.ts';
@@ -108,6 +109,7 @@ describe('an unexpected failure', () => {
       clock: () => new Date(),
       validator: new SchemaValidator(),
       addresses: TEST_ADDRESSES,
+      passwords: new PasswordHasher(),
       disableAfter: 20,
       maxBodyBytes: 1024,
       logLevel: 'info',

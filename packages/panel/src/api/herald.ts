@@ -25,7 +25,7 @@ export async function getSetup(): Promise<{ needed: boolean }> {
   }
 }
 
-export const setup = (body: { account_name: string; name: string; email: string; password: string }) =>
+export const setup = (body: { account_name: string; name: string; email: string; password: string; setup_token: string }) =>
   request<Session>('POST', '/v1/setup', { body, expect401: true });
 
 /** The current session, or null when signed out. */

@@ -1,6 +1,7 @@
 import { Agent, request } from 'undici';
 import type { Config } from '../config.ts';
 import { AddressPolicy } from '../core/address-policy.ts';
+import { PasswordHasher } from '../core/passwords.ts';
 import { SchemaValidator } from '../core/schema-validator.ts';
 import { systemClock } from '../core/clock.ts';
 import { HeraldError, type ErrorCode } from '../errors.ts';
@@ -43,7 +44,7 @@ export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, ar
   const storage = await openStorage(config);
   try {
     await prepareDatabase(storage.db);
-    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) }, args);
+    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks), passwords: new PasswordHasher() }, args);
   } finally {
     await storage.close();
   }

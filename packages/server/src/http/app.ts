@@ -7,6 +7,7 @@ import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { authHook, type Principal } from './auth.ts';
 import { idempotency } from './idempotency.ts';
+import type { SetupToken } from '../core/setup-token.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
@@ -52,6 +53,14 @@ export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   panelAuth?: PanelAuthConfig;
   /** Failed sign-in counters; tests pass their own. */
   loginLimiter?: LoginLimiter;
+  /** First-run setup's one-time token; without it, setup is only possible with `herald users create`. */
+  setupToken?: SetupToken;
+  /**
+   * Proxies (addresses or CIDR ranges) whose X-Forwarded-For is believed:
+   * `request.ip` is then the client they forwarded for. Empty or absent: the
+   * connection's own address, whatever the headers say.
+   */
+  trustedProxies?: readonly string[];
 }
 
 /**
@@ -84,6 +93,10 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
     return503OnClosing: true,
+    // request.ip (the sign-in throttle, the per-client rate limit, the logs) is the
+    // connection's address unless it is a trusted proxy's; proxy-addr then walks
+    // X-Forwarded-For from the right, past trusted hops, to the first client.
+    trustProxy: options.trustedProxies?.length ? [...options.trustedProxies] : false,
     // Errors raised before routing (a malformed %-escape in the path) are problems too.
     frameworkErrors: (error, request, reply) => sendProblem(reply, toProblem(error, request)),
   });
@@ -125,7 +138,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) =>
       !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
     );
-    sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter });
+    sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter, setupToken: options.setupToken });
     idempotency(v1, options);
     endpointRoutes(v1, options);
     attemptRoutes(v1, options);

@@ -3,7 +3,11 @@
  * email together (10 in 15 minutes) and per address alone (50 in 15
  * minutes); past either, sign-in answers 429 with Retry-After until the
  * window ends, whatever the password. Not per email alone, so that no one can
- * lock a user out from elsewhere. A success clears its address+email count.
+ * lock a user out from elsewhere. A try is counted before its password is
+ * checked (see `reserve`); a success clears its address+email count.
+ *
+ * The address is `request.ip`: the client's own, or behind a proxy listed in
+ * HERALD_TRUSTED_PROXIES the one the proxy says it forwarded for.
  *
  * Counters live in this process (as the API rate limits do): N API processes
  * allow N times as many guesses. Memory is bounded: the oldest counters go
@@ -36,18 +40,20 @@ export class LoginLimiter {
     ];
   }
 
-  /** Seconds to wait before another try, or 0 when one is allowed now. */
-  retryAfter(address: string, email: string, now: number): number {
+  /**
+   * Counts a try as a failure before its password is checked, so that tries
+   * running at once cannot all slip under the limit: with N at once, at most
+   * the limit are let through. Returns the seconds to wait (the try is then
+   * not counted), or 0 when it may go ahead; follow up with `succeeded` or,
+   * if the password was never checked, `refund`.
+   */
+  reserve(address: string, email: string, now: number): number {
     let wait = 0;
     for (const [key, max] of this.keys(address, email)) {
       const counter = this.counters.get(key);
-      if (!counter || counter.windowEnds <= now) continue;
-      if (counter.failures >= max) wait = Math.max(wait, Math.ceil((counter.windowEnds - now) / 1000));
+      if (counter && counter.windowEnds > now && counter.failures >= max) wait = Math.max(wait, Math.ceil((counter.windowEnds - now) / 1000));
     }
-    return wait;
-  }
-
-  failed(address: string, email: string, now: number): void {
+    if (wait > 0) return wait;
     for (const [key] of this.keys(address, email)) {
       let counter = this.counters.get(key);
       if (!counter || counter.windowEnds <= now) {
@@ -58,9 +64,23 @@ export class LoginLimiter {
       counter.failures += 1;
     }
     while (this.counters.size > MAX_COUNTERS) this.counters.delete(this.counters.keys().next().value!);
+    return 0;
   }
 
-  succeeded(address: string, email: string): void {
-    this.counters.delete(this.keys(address, email)[1]![0]);
+  /** The password was right: the address+email count starts again, and the address gets its try back. */
+  succeeded(address: string, email: string, now: number): void {
+    const [[byAddress], [byBoth]] = this.keys(address, email) as [[string, number], [string, number]];
+    this.giveBack(byAddress, now);
+    this.counters.delete(byBoth);
+  }
+
+  /** The password was never checked (Herald was busy, or failed): the try does not count. */
+  refund(address: string, email: string, now: number): void {
+    for (const [key] of this.keys(address, email)) this.giveBack(key, now);
+  }
+
+  private giveBack(key: string, now: number): void {
+    const counter = this.counters.get(key);
+    if (counter && counter.windowEnds > now && counter.failures > 0) counter.failures -= 1;
   }
 }

@@ -17,6 +17,8 @@ export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]
 }
 
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
+  // A moment is enough: `busy` means work in this process, not a client's quota.
+  if (problem.code === 'busy' && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
   return reply.code(problem.status).type('application/problem+json; charset=utf-8').send(problem);
 }
 

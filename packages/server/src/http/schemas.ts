@@ -276,6 +276,7 @@ export function problems(...statuses: number[]): Record<string, unknown> {
     415: 'The body is not JSON.',
     422: 'The Idempotency-Key was used for another request.',
     429: 'Rate limit exceeded; wait for Retry-After seconds.',
+    503: 'Herald is busy (too many passwords being checked at once); try again after Retry-After seconds.',
   };
   return Object.fromEntries(
     statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', content: { 'application/problem+json': { schema: ref('Problem') } } }]),

@@ -1,5 +1,6 @@
 import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
+import type { PasswordHasher } from '../core/passwords.ts';
 import type { SchemaValidator } from '../core/schema-validator.ts';
 import type { Db } from '../storage/db.ts';
 
@@ -12,4 +13,6 @@ export interface ServiceDeps {
   validator: SchemaValidator;
   /** Which networks webhooks may be sent to (public addresses only, unless the operator allows more). */
   addresses: AddressPolicy;
+  /** Hashes and checks panel passwords, a few at a time (one per process). */
+  passwords: PasswordHasher;
 }

@@ -45,7 +45,7 @@ export const OPERATOR_OPS = {
   // Without a password, one is generated and returned this once.
   'users.create': async (deps: ServiceDeps, args: Args) => {
     const generated = args.password === undefined ? generatePassword() : undefined;
-    const user = await createUser(deps.db, String(args.account ?? ''), { email: args.email, name: args.name, password: generated ?? args.password });
+    const user = await createUser(deps.db, deps.passwords, String(args.account ?? ''), { email: args.email, name: args.name, password: generated ?? args.password });
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
   'users.list': async (deps: ServiceDeps, args: Args) =>
@@ -53,7 +53,7 @@ export const OPERATOR_OPS = {
   'users.delete': async (deps: ServiceDeps, args: Args) => userJson(await deleteUser(deps.db, String(args.user ?? ''))),
   'users.set-password': async (deps: ServiceDeps, args: Args) => {
     const generated = args.password === undefined ? generatePassword() : undefined;
-    const user = await setUserPassword(deps.db, String(args.user ?? ''), generated ?? args.password);
+    const user = await setUserPassword(deps.db, deps.passwords, String(args.user ?? ''), generated ?? args.password);
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
   'event-types.list': async (deps: ServiceDeps) => (await listEventTypes(deps.db)).map(eventTypeJson),

@@ -1,6 +1,6 @@
 import { createHash, createHmac, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import type { PanelAuthConfig } from '../config.ts';
-import { decoyHash, hashPassword, PASSWORD_MAX, PASSWORD_MIN, verifyPassword } from '../core/passwords.ts';
+import { PASSWORD_MAX, PASSWORD_MIN, type PasswordHasher } from '../core/passwords.ts';
 import { HeraldError, type FieldError } from '../errors.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import { insertAccount } from '../storage/queries/accounts.ts';
@@ -45,22 +45,25 @@ function invalid(errors: FieldError[]): HeraldError {
   return new HeraldError('validation_failed', errors.map((e) => `${e.field}: ${e.message}`).join('; '), { errors });
 }
 
-async function insertValidUser(db: Queryable, accountId: string, input: NewUser): Promise<q.UserRow> {
+async function insertValidUser(db: Queryable, passwords: PasswordHasher, accountId: string, input: NewUser): Promise<q.UserRow> {
   const email = (input.email as string).trim();
   if (await q.findUserByEmail(db, email)) {
     throw new HeraldError('email_in_use', `a user with the email ${email} already exists; sign in with it, or choose another`);
   }
-  const passwordHash = await hashPassword(input.password as string);
+  const passwordHash = await passwords.hash(input.password as string);
   return q.insertUser(db, { id: randomUUID(), accountId, email, name: (input.name as string).trim(), passwordHash });
 }
 
 /** `herald users create`: a user of an existing account. */
-export async function createUser(db: Queryable, accountId: string, input: NewUser): Promise<q.UserRow> {
+export async function createUser(db: Queryable, passwords: PasswordHasher, accountId: string, input: NewUser): Promise<q.UserRow> {
   const errors = userFieldErrors(input);
   if (errors.length) throw invalid(errors);
   await requireAccount(db, accountId);
-  return insertValidUser(db, accountId, input);
+  return insertValidUser(db, passwords, accountId, input);
 }
+
+export const setupDone = () =>
+  new HeraldError('setup_done', 'Herald already has a user; sign in instead, or ask your operator for an account (herald users create)');
 
 /** First run: true while Herald has no user at all. */
 export async function setupNeeded(db: Queryable): Promise<boolean> {
@@ -71,7 +74,7 @@ export async function setupNeeded(db: Queryable): Promise<boolean> {
  * First run: creates an account and its first user, once. Serialised by an
  * advisory lock, so two browsers racing through setup create one user.
  */
-export async function setupFirstUser(db: Db, input: NewUser & { account_name: unknown }): Promise<q.UserRow> {
+export async function setupFirstUser(db: Db, passwords: PasswordHasher, input: NewUser & { account_name: unknown }): Promise<q.UserRow> {
   const errors = userFieldErrors(input);
   if (typeof input.account_name !== 'string' || input.account_name.trim() === '' || input.account_name.length > 200) {
     errors.unshift({ field: 'account_name', message: 'is required: your company or team, up to 200 characters' });
@@ -80,10 +83,10 @@ export async function setupFirstUser(db: Db, input: NewUser & { account_name: un
   return db.transaction(async (tx) => {
     await tx.query("SELECT pg_advisory_xact_lock(hashtext('herald.setup'))");
     if (!(await setupNeeded(tx))) {
-      throw new HeraldError('setup_done', 'Herald already has a user; sign in instead, or ask your operator for an account (herald users create)');
+      throw setupDone();
     }
     const account = await insertAccount(tx, { id: randomUUID(), name: (input.account_name as string).trim() });
-    return insertValidUser(tx, account.id, input);
+    return insertValidUser(tx, passwords, account.id, input);
   });
 }
 
@@ -91,20 +94,20 @@ export async function setupFirstUser(db: Db, input: NewUser & { account_name: un
  * Checks an email and password. Every failure is the same answer, taking the
  * same time, so it tells nothing about which emails have users.
  */
-export async function checkCredentials(db: Queryable, email: unknown, password: unknown): Promise<q.UserRow> {
+export async function checkCredentials(db: Queryable, passwords: PasswordHasher, email: unknown, password: unknown): Promise<q.UserRow> {
   const fail = () => new HeraldError('invalid_credentials', 'the email or the password is wrong; check both and try again');
   if (typeof email !== 'string' || typeof password !== 'string' || password.length > PASSWORD_MAX) throw fail();
   const user = await q.findUserByEmail(db, email.trim());
-  const matches = await verifyPassword(password, user?.password_hash ?? (await decoyHash()));
+  const matches = await passwords.verify(password, user?.password_hash ?? (await passwords.decoyHash()));
   if (!user || !matches) throw fail();
   return user;
 }
 
-export async function setUserPassword(db: Db, idOrEmail: string, password: unknown): Promise<q.UserRow> {
+export async function setUserPassword(db: Db, passwords: PasswordHasher, idOrEmail: string, password: unknown): Promise<q.UserRow> {
   const errors = passwordErrors(password);
   if (errors.length) throw invalid(errors);
   const user = await findUserOrFail(db, idOrEmail);
-  await q.setPasswordHash(db, user.id, await hashPassword(password as string));
+  await q.setPasswordHash(db, user.id, await passwords.hash(password as string));
   return user;
 }
 
@@ -140,15 +143,16 @@ export async function startSession(
   return { token, sessionId, expiresAt };
 }
 
-/** How stale last_seen_at may get before a request refreshes it: one write a minute per session, not one per request. */
-const TOUCH_EVERY_MS = 60_000;
-
-/** The live session of a cookie's token, or undefined; a use keeps it from going idle. */
+/**
+ * The live session of a cookie's token, or undefined. Every use is recorded
+ * (one statement finds and touches it), so a session ends exactly
+ * `sessionIdleMs` after its last use, and exactly `sessionMaxMs` after
+ * sign-in however much it is used. Panel traffic is a person's clicks: a
+ * write per request costs nothing worth saving.
+ */
 export async function findSession(db: Queryable, token: string, now: Date, settings: PanelAuthConfig): Promise<q.SessionRow | undefined> {
   if (!/^[A-Za-z0-9_-]{43}$/.test(token)) return undefined;
-  const session = await q.findLiveSession(db, hashToken(token), now, new Date(now.getTime() - settings.sessionIdleMs));
-  if (session && now.getTime() - session.last_seen_at.getTime() > TOUCH_EVERY_MS) await q.touchSession(db, session.session_id, now);
-  return session;
+  return q.useLiveSession(db, hashToken(token), now, new Date(now.getTime() - settings.sessionIdleMs));
 }
 
 export async function endSession(db: Queryable, sessionId: string): Promise<void> {

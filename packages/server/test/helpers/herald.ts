@@ -3,6 +3,9 @@ import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
 import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
 import { AddressPolicy } from '../../src/core/address-policy.ts';
+import { PasswordHasher } from '../../src/core/passwords.ts';
+import { SetupToken } from '../../src/core/setup-token.ts';
+import type { LoginLimiter } from '../../src/http/login-limiter.ts';
 import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
@@ -33,6 +36,8 @@ export interface TestHerald {
   clock: TestClock;
   accountId: string;
   apiKey: string;
+  /** First-run setup's token (what Herald would print as the setup link). */
+  setupToken: SetupToken;
   /** Everything the API logged. */
   logs(): string;
   /** Calls the API with the test account's key (or `as`); the response is checked against the OpenAPI document. */
@@ -67,15 +72,20 @@ export async function createTestHerald(
     addresses?: AddressPolicy;
     /** How the API's test sends and the dispatcher resolve host names (DNS unless given). */
     lookup?: ResolveHost;
+    passwords?: PasswordHasher;
+    loginLimiter?: LoginLimiter;
+    /** HERALD_TRUSTED_PROXIES; none by default. */
+    trustedProxies?: string[];
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
-  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator(), addresses: options.addresses ?? TEST_ADDRESSES };
+  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator(), addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords ?? new PasswordHasher() };
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
+  const setupToken = new SetupToken();
   const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
   const app = await buildApp({
     ...deps,
@@ -87,6 +97,9 @@ export async function createTestHerald(
     logStream,
     panel: options.panel,
     panelAuth: { ...DEFAULT_PANEL_AUTH, ...options.panelAuth },
+    loginLimiter: options.loginLimiter,
+    setupToken,
+    trustedProxies: options.trustedProxies,
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca }, lookup: options.lookup });
 
@@ -106,6 +119,7 @@ export async function createTestHerald(
     dispatcher,
     clock,
     ...main,
+    setupToken,
     logs: () => Buffer.concat(logChunks).toString('utf8'),
     async api(method, url, body, as, headers = {}) {
       const res = await app.inject({

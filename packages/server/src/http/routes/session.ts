@@ -1,8 +1,9 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply } from 'fastify';
 import type { PanelAuthConfig } from '../../config.ts';
+import type { SetupToken } from '../../core/setup-token.ts';
 import { HeraldError } from '../../errors.ts';
 import type { ServiceDeps } from '../../services/deps.ts';
-import { checkCredentials, csrfTokenFor, endSession, findSession, setupFirstUser, setupNeeded, startSession } from '../../services/users.ts';
+import { checkCredentials, csrfTokenFor, endSession, findSession, setupDone, setupFirstUser, setupNeeded, startSession } from '../../services/users.ts';
 import type { UserRow } from '../../storage/queries/users.ts';
 import { getAccount } from '../../storage/queries/accounts.ts';
 import { clearSessionCookie, requestSession, sessionToken, setSessionCookie } from '../auth.ts';
@@ -16,15 +17,28 @@ const SESSION_ONLY = { security: [{ panelSession: [] }] };
 export interface SessionRouteDeps extends ServiceDeps {
   panelAuth: PanelAuthConfig;
   loginLimiter?: LoginLimiter;
+  /** First-run setup's token; without one, setup through the API is refused. */
+  setupToken?: SetupToken;
 }
 
 const password = { type: 'string', minLength: 1, maxLength: 1024, writeOnly: true } as const;
 
-/** A connection from this machine that no proxy forwarded: the person at the keyboard started Herald. */
-function fromThisMachine(request: FastifyRequest): boolean {
-  const forwarded = ['forwarded', 'x-forwarded-for', 'x-forwarded-host', 'x-real-ip'].some((h) => request.headers[h] !== undefined);
-  const address = request.socket.remoteAddress ?? '';
-  return !forwarded && (/^(::ffff:)?127\./.test(address) || address === '::1');
+const OR_CREATE_USER = 'or create the first user with: herald users create --account <id> --email <email> --name <name>';
+
+/** Refuses first-run setup unless it carries the token this process printed. */
+function checkSetupToken(token: SetupToken | undefined, sent: string | undefined): void {
+  if (sent === undefined || sent === '') {
+    throw new HeraldError(
+      'setup_token_required',
+      `open the setup link Herald printed on its console when it started (…/setup#token=…), ${OR_CREATE_USER}`,
+    );
+  }
+  if (!token?.matches(sent)) {
+    throw new HeraldError(
+      'setup_token_invalid',
+      `this is not the setup link of this Herald process: use the link it printed at its last start (restarting prints a new one), ${OR_CREATE_USER}`,
+    );
+  }
 }
 
 /**
@@ -68,7 +82,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
     async () => ({ needed: await setupNeeded(deps.db) }),
   );
 
-  app.post<{ Body: { account_name: string; name: string; email: string; password: string } }>(
+  app.post<{ Body: { account_name: string; name: string; email: string; password: string; setup_token?: string } }>(
     '/v1/setup',
     {
       config: { public: true },
@@ -78,7 +92,7 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
         operationId: 'setup',
         summary: 'First run: create the account and its first user, and sign in',
         description:
-          'Accepted once, while Herald has no user, and only over a direct connection from the machine Herald runs on (not through a proxy), so that no one else can claim a fresh Herald. Otherwise create users with `herald users create`.',
+          'Accepted once, while Herald has no user, and only with the setup token that Herald printed on its console when it started without a user (the link `…/setup#token=…`), so that no one else can claim a fresh Herald. Otherwise create users with `herald users create`.',
         body: {
           type: 'object',
           additionalProperties: false,
@@ -88,20 +102,19 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
             name: { type: 'string', maxLength: 200, examples: ['Ada Lovelace'] },
             email: { type: 'string', maxLength: 320, examples: ['ada@acme.example'] },
             password: { ...password, description: 'At least 12 characters.' },
+            setup_token: { type: 'string', maxLength: 200, writeOnly: true, description: 'The token of the setup link Herald printed at start (the part after `#token=`).' },
           },
         },
-        response: { 201: ok('Session', 'Set up and signed in; the session cookie is set.'), ...problems(400, 403, 409, 413, 415, 429) },
+        response: { 201: ok('Session', 'Set up and signed in; the session cookie is set.'), ...problems(400, 403, 409, 413, 415, 429, 503) },
       },
     },
     async (req, reply) => {
-      if (!fromThisMachine(req)) {
-        throw new HeraldError(
-          'setup_not_local',
-          'open the panel on the machine Herald runs on (http://127.0.0.1:<port>/) to set it up, or create the first user there with: herald users create --account <id> --email <email> --name <name>',
-        );
-      }
-      const user = await setupFirstUser(deps.db, req.body);
-      return signedIn(reply, user, req.body.account_name.trim(), 201);
+      if (!(await setupNeeded(deps.db))) throw setupDone();
+      checkSetupToken(deps.setupToken, req.body.setup_token);
+      const { setup_token: _, ...input } = req.body;
+      const user = await setupFirstUser(deps.db, deps.passwords, input);
+      deps.setupToken?.spend();
+      return signedIn(reply, user, input.account_name.trim(), 201);
     },
   );
 
@@ -115,31 +128,33 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
         operationId: 'signIn',
         summary: 'Sign in to the panel',
         description:
-          'Sets the session cookie (HttpOnly, SameSite=Lax, Secure behind TLS) and returns the CSRF token to send with every request that changes something. Repeated failures from one address are refused with 429 for a while, whatever the password.',
+          'Sets the session cookie (HttpOnly, SameSite=Lax, Secure behind TLS) and returns the CSRF token to send with every request that changes something. Repeated failures from one address are refused with 429 for a while, whatever the password; a try counts as a failure until its password proves right. 503 when Herald is checking too many passwords at once.',
         body: {
           type: 'object',
           additionalProperties: false,
           required: ['email', 'password'],
           properties: { email: { type: 'string', maxLength: 320 }, password },
         },
-        response: { 200: ok('Session', 'Signed in; the session cookie is set.'), ...problems(400, 401, 413, 415, 429) },
+        response: { 200: ok('Session', 'Signed in; the session cookie is set.'), ...problems(400, 401, 413, 415, 429, 503) },
       },
     },
     async (req, reply) => {
       const now = deps.clock().getTime();
-      const wait = limiter.retryAfter(req.ip, req.body.email, now);
+      // Counted as a failure before the password is checked: sign-ins running at once cannot pass the limit.
+      const wait = limiter.reserve(req.ip, req.body.email, now);
       if (wait > 0) {
         reply.header('retry-after', String(wait));
         throw new HeraldError('rate_limited', `too many failed sign-ins from this address; wait ${wait} s and try again, or ask your operator to reset the password (herald users set-password)`);
       }
       let user: UserRow;
       try {
-        user = await checkCredentials(deps.db, req.body.email, req.body.password);
+        user = await checkCredentials(deps.db, deps.passwords, req.body.email, req.body.password);
       } catch (err) {
-        limiter.failed(req.ip, req.body.email, now);
+        // A wrong password stays counted; one never checked (Herald busy) does not.
+        if (!(err instanceof HeraldError && err.code === 'invalid_credentials')) limiter.refund(req.ip, req.body.email, now);
         throw err;
       }
-      limiter.succeeded(req.ip, req.body.email);
+      limiter.succeeded(req.ip, req.body.email, now);
       // A new sign-in replaces the session this browser had: no fixation.
       const previousToken = sessionToken(req);
       const previous = previousToken && (await findSession(deps.db, previousToken, deps.clock(), deps.panelAuth));

@@ -86,21 +86,22 @@ export async function insertSession(
   ]);
 }
 
-/** The session of a token, if it exists and has neither expired nor been idle since `idleSince`. */
-export async function findLiveSession(db: Queryable, tokenHash: Buffer, now: Date, idleSince: Date): Promise<SessionRow | undefined> {
+/**
+ * The session of a token, if it has neither expired (at `expires_at`) nor
+ * been idle since `idleSince`; records this use as its last. GREATEST: two
+ * requests at once never move the last use back.
+ */
+export async function useLiveSession(db: Queryable, tokenHash: Buffer, now: Date, idleSince: Date): Promise<SessionRow | undefined> {
   return (
     await db.query<SessionRow>(
-      `SELECT s.id AS session_id, u.id AS user_id, u.email AS user_email, u.name AS user_name,
-              a.id AS account_id, a.name AS account_name, s.last_seen_at, s.expires_at
-         FROM sessions s JOIN users u ON u.id = s.user_id JOIN accounts a ON a.id = u.account_id
-        WHERE s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3`,
+      `UPDATE sessions s SET last_seen_at = GREATEST(s.last_seen_at, $2)
+         FROM users u JOIN accounts a ON a.id = u.account_id
+        WHERE u.id = s.user_id AND s.token_hash = $1 AND s.expires_at > $2 AND s.last_seen_at > $3
+       RETURNING s.id AS session_id, u.id AS user_id, u.email AS user_email, u.name AS user_name,
+                 a.id AS account_id, a.name AS account_name, s.last_seen_at, s.expires_at`,
       [tokenHash, now, idleSince],
     )
   ).rows[0];
-}
-
-export async function touchSession(db: Queryable, id: string, now: Date): Promise<void> {
-  await db.query('UPDATE sessions SET last_seen_at = $2 WHERE id = $1 AND last_seen_at < $2', [id, now]);
 }
 
 export async function deleteSession(db: Queryable, id: string): Promise<void> {
