@@ -12,7 +12,7 @@ import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
-import { openStorage, prepareDatabase } from './storage/open.ts';
+import { openStorage } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
 export interface Herald {
@@ -36,7 +36,6 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
   const closers: Array<() => Promise<unknown>> = [];
   try {
-    await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
     const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
 
