@@ -51,6 +51,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         rateLimits: config.rateLimits,
         panelAuth: config.panel,
         maxBodyBytes: config.maxBodyBytes,
+        bodyTimeoutMs: config.bodyTimeoutMs,
         logLevel: config.logLevel,
         logStream,
         panel: { root: panelDistDir },

@@ -1,11 +1,12 @@
 import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
-import { DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import { createAgent } from '../dispatcher/send.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { authHook, type Principal } from './auth.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { idempotency } from './idempotency.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
@@ -39,6 +40,8 @@ export interface RouteDeps extends ServiceDeps {
 
 export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   maxBodyBytes: number;
+  /** How long a client has to send a whole request; 30 s unless given. */
+  bodyTimeoutMs?: number;
   logLevel: string;
   /** Defaults to the configuration's defaults. */
   rateLimits?: RateLimits;
@@ -74,6 +77,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     ...appOptions,
     outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },
   };
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const app = Fastify({
     logger: {
       level: options.logLevel,
@@ -81,6 +85,13 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: options.maxBodyBytes,
+    // A request, headers and body, must arrive within the bound (fastify turns
+    // Node's default off). Node uses the smaller of the two timeouts for the
+    // whole request, so the headers' must not be longer; and it looks for
+    // overdue requests every second, not every 30.
+    requestTimeout: bodyTimeoutMs,
+    http: { requestTimeout: bodyTimeoutMs, headersTimeout: bodyTimeoutMs, connectionsCheckingInterval: Math.min(1_000, bodyTimeoutMs) },
+    clientErrorHandler: clientErrorHandler(bodyTimeoutMs),
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
     return503OnClosing: true,

@@ -65,6 +65,8 @@ export async function createTestHerald(
     panelAuth?: Partial<PanelAuthConfig>;
     /** Which networks it may send to; loopback (the test receivers) and the public internet by default. */
     addresses?: AddressPolicy;
+    /** How long a client has to send a whole request (the default otherwise). */
+    bodyTimeoutMs?: number;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
@@ -81,6 +83,7 @@ export async function createTestHerald(
     outbound: { agent, timeoutMs: config.requestTimeoutMs },
     rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
+    bodyTimeoutMs: options.bodyTimeoutMs,
     logLevel: 'info',
     logStream,
     panel: options.panel,
