@@ -13,6 +13,7 @@ import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
+import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
@@ -132,8 +133,9 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
 
   await app.register(async (v1) => {
     const panelAuth = options.panelAuth ?? DEFAULT_PANEL_AUTH;
-    v1.addHook('onRequest', authHook(options, panelAuth));
-    await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) =>
+    const rateLimits = options.rateLimits ?? DEFAULT_RATE_LIMITS;
+    v1.addHook('onRequest', authHook(options, panelAuth, new UnauthenticatedLimiter(rateLimits.unauthenticatedPerMinute)));
+    await registerRateLimits(v1, rateLimits, (req) =>
       !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
     );
     sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter });

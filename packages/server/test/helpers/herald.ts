@@ -81,7 +81,7 @@ export async function createTestHerald(
     ...deps,
     disableAfter: config.disableAfter,
     outbound: { agent, timeoutMs: config.requestTimeoutMs },
-    rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, ...options.rateLimits },
+    rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, unauthenticatedPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
     bodyTimeoutMs: options.bodyTimeoutMs,
     logLevel: 'info',
