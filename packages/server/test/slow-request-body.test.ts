@@ -67,6 +67,11 @@ for (const engine of ENGINES) {
       assert.equal(parseResponse(received).status, 408, received);
     });
 
+    test('a connection that sends nothing at all is closed too', { timeout: 20_000 }, async () => {
+      const { received } = await stallAfter(port, []);
+      assert.equal(parseResponse(received).status, 408, received);
+    });
+
     test('a whole request is unaffected: the bound covers receiving it, not answering it', async () => {
       const res = await fetch(`http://127.0.0.1:${port}/v1/events`, {
         method: 'POST',
