@@ -17,6 +17,7 @@ export const ERRORS = {
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'No such route' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'The request took too long to arrive' },
   event_id_conflict: { status: 409, title: 'The event id was already used with another body' },
   endpoint_disabled: { status: 409, title: 'The endpoint is disabled' },
   not_subscribed: { status: 409, title: 'The endpoint does not subscribe to this event type' },
@@ -28,6 +29,7 @@ export const ERRORS = {
   payload_too_large: { status: 413, title: 'The request body is too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported content type' },
   rate_limited: { status: 429, title: 'Too many requests' },
+  headers_too_large: { status: 431, title: 'The request headers are too large' },
   internal_error: { status: 500, title: 'Internal error' },
   busy: { status: 503, title: 'Herald is busy' },
 } as const;

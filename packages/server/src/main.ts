@@ -15,7 +15,7 @@ import { buildApp, LOG_REDACT } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
-import { openStorage, prepareDatabase } from './storage/open.ts';
+import { openStorage } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
 export interface Herald {
@@ -45,7 +45,6 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
   const closers: Array<() => Promise<unknown>> = [];
   try {
-    await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
     const deps: ServiceDeps = {
       db: storage.db,
@@ -72,6 +71,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         setupToken,
         trustedProxies: config.trustedProxies,
         maxBodyBytes: config.maxBodyBytes,
+        bodyTimeoutMs: config.bodyTimeoutMs,
         logLevel: config.logLevel,
         logStream,
         panel: { root: panelDistDir },

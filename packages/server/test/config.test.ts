@@ -29,6 +29,8 @@ describe('config', () => {
     assert.equal(c.encryptionKey, undefined);
     assert.equal(c.logLevel, 'info');
     assert.equal(c.maxBodyBytes, 1024 * 1024);
+    assert.equal(c.bodyTimeoutMs, 30_000);
+    assert.equal(c.rateLimits.unauthenticatedPerMinute, 60);
     assert.equal(c.dispatcher.requestTimeoutMs, 10_000);
     assert.equal(c.dispatcher.disableAfter, 20);
     assert.equal(c.dispatcher.retry.maxRetries, 6);
@@ -107,6 +109,8 @@ describe('config', () => {
     ['unknown role', { HERALD_ROLE: 'boss' }, '--role / HERALD_ROLE'],
     ['unknown log level', { HERALD_LOG_LEVEL: 'loud' }, '--log-level / HERALD_LOG_LEVEL'],
     ['body limit too small', { HERALD_MAX_BODY_BYTES: '10' }, 'HERALD_MAX_BODY_BYTES'],
+    ['body timeout too short', { HERALD_BODY_TIMEOUT_MS: '10' }, 'HERALD_BODY_TIMEOUT_MS'],
+    ['unauthenticated limit not a number', { HERALD_UNAUTHENTICATED_RATE_LIMIT: 'some' }, 'HERALD_UNAUTHENTICATED_RATE_LIMIT'],
     ['fractional concurrency', { HERALD_CONCURRENCY: '1.5' }, 'HERALD_CONCURRENCY'],
     ['zero concurrency', { HERALD_CONCURRENCY: '0' }, 'HERALD_CONCURRENCY'],
     ['a linger over a second', { HERALD_RECORD_LINGER_MS: '1001' }, 'HERALD_RECORD_LINGER_MS'],

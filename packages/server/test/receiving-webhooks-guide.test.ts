@@ -499,7 +499,7 @@ describe("the guide's tables follow the code", () => {
       classifyOutcome({ stage: 'response', status: 400 }).error!,
       classifyOutcome({ stage: 'response', status: 101 }).error!,
       ...classifyOutcome({ stage: 'response', status: 301, location: 'https://…' }).error!.split('https://…'),
-      refusedAddressMessage('hooks.example.com', '10.0.0.5', 'private').replace('hooks.example.com ', ''),
+      refusedAddressMessage('hooks.example.com', '10.0.0.5', { allowed: false, kind: 'private' }).replace('hooks.example.com ', ''),
     ];
     for (const message of messages) assert.ok(guide.includes(message), `the troubleshooting table lacks "${message}"`);
   });

@@ -4,7 +4,7 @@ import { DEFAULT_HOST, DEFAULT_PORT, loadConfig, type Flags } from '../config.ts
 import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
-import { openStorage, prepareDatabase } from '../storage/open.ts';
+import { openStorage } from '../storage/open.ts';
 import { SchemaTooNewError } from '../storage/migrate.ts';
 import type { OperatorOp } from '../services/operator.ts';
 import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
@@ -69,12 +69,8 @@ program
   .description('apply database migrations, then exit')
   .action(async () => {
     const storage = await openStorage(config());
-    try {
-      const applied = await prepareDatabase(storage.db);
-      console.log(applied.length ? `applied migrations ${applied.join(', ')}` : 'schema is up to date');
-    } finally {
-      await storage.close();
-    }
+    console.log(storage.applied.length ? `applied migrations ${storage.applied.join(', ')}` : 'schema is up to date');
+    await storage.close();
   });
 
 const accounts = program.command('accounts').description('customer accounts');

@@ -8,7 +8,7 @@ import { HeraldError, type ErrorCode } from '../errors.ts';
 import { adminSocketPath } from '../http/admin-socket.ts';
 import { OPERATOR_OPS, type OperatorOp } from '../services/operator.ts';
 import { readLockHolder } from '../storage/data-dir-lock.ts';
-import { openStorage, prepareDatabase } from '../storage/open.ts';
+import { openStorage } from '../storage/open.ts';
 
 /**
  * Runs an operator command where the data lives: on PostgreSQL directly; on
@@ -43,7 +43,6 @@ export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, ar
   }
   const storage = await openStorage(config);
   try {
-    await prepareDatabase(storage.db);
     return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks), passwords: new PasswordHasher() }, args);
   } finally {
     await storage.close();

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHash, createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
 
 /**
  * Signing secrets: `whsec_` + base64url of 32 random bytes. The HMAC key is the
@@ -42,6 +42,15 @@ export function decryptSecret(key: Buffer, sealed: Buffer, context: string): str
   } catch (cause) {
     throw new Error('signing secret: cannot decrypt; is HERALD_ENCRYPTION_KEY the key this database was written with?', { cause });
   }
+}
+
+/**
+ * Names an operator key without revealing it: HMAC-SHA256 of a fixed label
+ * under the key. The database keeps it, so Herald can tell at start whether
+ * it was given the key its signing secrets are encrypted under.
+ */
+export function keyFingerprint(key: Buffer): Buffer {
+  return createHmac('sha256', key).update('herald operator key fingerprint v1').digest();
 }
 
 /**

@@ -1,11 +1,12 @@
 import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
-import { DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import { createAgent } from '../dispatcher/send.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { authHook, type Principal } from './auth.ts';
+import { clientErrorHandler } from './client-errors.ts';
 import { idempotency } from './idempotency.ts';
 import type { SetupToken } from '../core/setup-token.ts';
 import type { LoginLimiter } from './login-limiter.ts';
@@ -13,6 +14,7 @@ import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
+import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
@@ -40,6 +42,8 @@ export interface RouteDeps extends ServiceDeps {
 
 export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
   maxBodyBytes: number;
+  /** How long a client has to send a whole request; 30 s unless given. */
+  bodyTimeoutMs?: number;
   logLevel: string;
   /** Defaults to the configuration's defaults. */
   rateLimits?: RateLimits;
@@ -83,6 +87,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     ...appOptions,
     outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },
   };
+  const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const app = Fastify({
     logger: {
       level: options.logLevel,
@@ -90,6 +95,13 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
       ...(options.logStream ? { stream: options.logStream } : {}),
     },
     bodyLimit: options.maxBodyBytes,
+    // A request, headers and body, must arrive within the bound (fastify turns
+    // Node's default off). Node uses the smaller of the two timeouts for the
+    // whole request, so the headers' must not be longer; and it looks for
+    // overdue requests every second, not every 30.
+    requestTimeout: bodyTimeoutMs,
+    http: { requestTimeout: bodyTimeoutMs, headersTimeout: bodyTimeoutMs, connectionsCheckingInterval: Math.min(1_000, bodyTimeoutMs) },
+    clientErrorHandler: clientErrorHandler(bodyTimeoutMs),
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
     return503OnClosing: true,
@@ -134,8 +146,9 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
 
   await app.register(async (v1) => {
     const panelAuth = options.panelAuth ?? DEFAULT_PANEL_AUTH;
-    v1.addHook('onRequest', authHook(options, panelAuth));
-    await registerRateLimits(v1, options.rateLimits ?? DEFAULT_RATE_LIMITS, (req) =>
+    const rateLimits = options.rateLimits ?? DEFAULT_RATE_LIMITS;
+    v1.addHook('onRequest', authHook(options, panelAuth, new UnauthenticatedLimiter(rateLimits.unauthenticatedPerMinute)));
+    await registerRateLimits(v1, rateLimits, (req) =>
       !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
     );
     sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter, setupToken: options.setupToken });

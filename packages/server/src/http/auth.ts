@@ -1,10 +1,13 @@
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { createHash } from 'node:crypto';
 import type { PanelAuthConfig } from '../config.ts';
 import { HeraldError } from '../errors.ts';
-import { authenticate, UNAUTHORIZED_DETAIL } from '../services/accounts.ts';
+import { apiKeyPrefix } from '../core/secrets.ts';
+import { authenticate, bearerToken, UNAUTHORIZED_DETAIL } from '../services/accounts.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import { csrfTokenMatches, findSession } from '../services/users.ts';
 import type { SessionRow } from '../storage/queries/users.ts';
+import type { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 
 /** Who made a request: an API key, or a user signed in to the panel. */
 export type Principal = { kind: 'api_key'; keyId: string } | { kind: 'session'; userId: string; sessionId: string };
@@ -92,27 +95,60 @@ export async function requestSession(request: FastifyRequest, deps: ServiceDeps,
 /**
  * Authenticates every /v1 request but the public ones: an API key in
  * `Authorization` (it wins when both are sent), or the panel's session cookie.
+ * An address with too many failures is refused before any lookup, unless its
+ * credential was accepted recently (UnauthenticatedLimiter).
  */
-export function authHook(deps: ServiceDeps, panel: PanelAuthConfig) {
-  return async (request: FastifyRequest): Promise<void> => {
+export function authHook(deps: ServiceDeps, panel: PanelAuthConfig, limiter: UnauthenticatedLimiter) {
+  return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (request.routeOptions.config.public) return;
-    if (request.headers.authorization !== undefined) {
-      const auth = await authenticate(deps.db, request.headers.authorization);
-      request.accountId = auth.accountId;
-      request.principal = { kind: 'api_key', keyId: auth.keyId };
-      return;
+    const now = deps.clock().getTime();
+    const credential = credentialOf(request);
+    const wait = limiter.retryAfter(request.ip, now);
+    if (wait > 0 && !(credential && limiter.wasAccepted(credential, now))) {
+      reply.header('retry-after', String(wait));
+      throw new HeraldError(
+        'rate_limited',
+        `more than ${limiter.perMinute} requests a minute from this address had no valid credentials; retry in ${wait} s with a valid API key or panel session (the operator sets this limit with HERALD_UNAUTHENTICATED_RATE_LIMIT)`,
+      );
     }
-    const found = await requestSession(request, deps, panel);
-    if (found) {
-      request.accountId = found.session.account_id;
-      request.principal = { kind: 'session', userId: found.session.user_id, sessionId: found.session.session_id };
-      return;
+    try {
+      await identify(request, deps, panel);
+    } catch (err) {
+      if (err instanceof HeraldError && err.code === 'unauthorized') limiter.failed(request.ip, now);
+      throw err;
     }
-    throw new HeraldError(
-      'unauthorized',
-      sessionToken(request)
-        ? 'your panel session has ended (signed out, idle too long or expired); sign in again'
-        : UNAUTHORIZED_DETAIL,
-    );
+    if (credential) limiter.accept(credential, now);
   };
+}
+
+/** What names a credential without revealing it: an API key's prefix, a hash of a session token. */
+function credentialOf(request: FastifyRequest): string | undefined {
+  if (request.headers.authorization !== undefined) {
+    const key = bearerToken(request.headers.authorization);
+    const prefix = key ? apiKeyPrefix(key) : undefined;
+    return prefix ? `key:${prefix}` : undefined;
+  }
+  const token = sessionToken(request);
+  return token ? `session:${createHash('sha256').update(token).digest('base64url')}` : undefined;
+}
+
+async function identify(request: FastifyRequest, deps: ServiceDeps, panel: PanelAuthConfig): Promise<void> {
+  if (request.headers.authorization !== undefined) {
+    const auth = await authenticate(deps.db, request.headers.authorization);
+    request.accountId = auth.accountId;
+    request.principal = { kind: 'api_key', keyId: auth.keyId };
+    return;
+  }
+  const found = await requestSession(request, deps, panel);
+  if (found) {
+    request.accountId = found.session.account_id;
+    request.principal = { kind: 'session', userId: found.session.user_id, sessionId: found.session.session_id };
+    return;
+  }
+  throw new HeraldError(
+    'unauthorized',
+    sessionToken(request)
+      ? 'your panel session has ended (signed out, idle too long or expired); sign in again'
+      : UNAUTHORIZED_DETAIL,
+  );
 }

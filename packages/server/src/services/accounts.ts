@@ -37,6 +37,11 @@ export async function createApiKey(
 export const UNAUTHORIZED_DETAIL =
   'send a valid API key as "Authorization: Bearer hk_…" (create one with: herald keys create --account <id>), or sign in to the panel';
 
+/** The token of an `Authorization: Bearer <token>` header. */
+export function bearerToken(authorization: string | undefined): string | undefined {
+  return /^Bearer\s+(\S+)$/i.exec(authorization ?? '')?.[1];
+}
+
 /**
  * Resolves an `Authorization: Bearer <key>` header to the key's account.
  * Every failure is the same 401, so a caller learns nothing about which keys exist.
@@ -47,8 +52,7 @@ export async function authenticate(
   now: number = performance.now(),
 ): Promise<{ accountId: string; keyId: string }> {
   const unauthorized = () => new HeraldError('unauthorized', UNAUTHORIZED_DETAIL);
-  const match = /^Bearer\s+(\S+)$/i.exec(authorization ?? '');
-  const key = match?.[1];
+  const key = bearerToken(authorization);
   const prefix = key ? apiKeyPrefix(key) : undefined;
   if (!key || !prefix) throw unauthorized();
   let row = cachedApiKey(db, prefix, now);

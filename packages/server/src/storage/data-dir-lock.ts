@@ -51,7 +51,7 @@ export function readLockHolder(dataDir: string): LockHolder | undefined {
 }
 
 export function acquireDataDirLock(dataDir: string): DataDirLock {
-  mkdirSync(dataDir, { recursive: true });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const path = join(dataDir, 'herald.lock');
   const me: LockHolder = { pid: process.pid, host: hostname(), started_at: new Date().toISOString() };
   for (let tries = 0; tries < 2; tries++) {

@@ -1,34 +1,22 @@
-import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Config } from '../config.ts';
 import { BUILTIN_EVENT_TYPES } from '../core/event-types.ts';
 import type { Db } from './db.ts';
 import { acquireDataDirLock } from './data-dir-lock.ts';
+import { embeddedKeySource, settleEncryptionKey } from './encryption-key.ts';
 import { assertSchemaKnown, migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
+import { makeDirPrivate } from './private-files.ts';
 import { upsertBuiltinEventTypes } from './queries/event-types.ts';
 
 export interface Storage {
   db: Db;
+  /** The operator key, checked against the database's fingerprint of it. */
   encryptionKey: Buffer;
+  /** The migrations this open applied. */
+  applied: number[];
   close(): Promise<void>;
-}
-
-/**
- * The embedded default keeps its operator key beside the data, generated once
- * with mode 0600. Anyone who can read the directory can read the database
- * anyway; PostgreSQL deployments must pass HERALD_ENCRYPTION_KEY instead.
- */
-function embeddedEncryptionKey(dataDir: string): Buffer {
-  const path = join(dataDir, 'encryption.key');
-  if (!existsSync(path)) {
-    writeFileSync(path, `${randomBytes(32).toString('base64')}\n`, { mode: 0o600, flag: 'wx' });
-  }
-  const key = Buffer.from(readFileSync(path, 'utf8').trim(), 'base64');
-  if (key.length !== 32) throw new Error(`${path} does not hold a 32-byte base64 key; restore it from backup`);
-  return key;
 }
 
 /** Brings the schema up to date and the built-in event types with it. */
@@ -40,27 +28,51 @@ export async function prepareDatabase(db: Db): Promise<number[]> {
 }
 
 /**
- * Opens the configured engine: PostgreSQL when DATABASE_URL is set, else
- * PGlite in `<dataDir>/pgdata`, locked against a second process.
+ * Opens the configured engine, brings its schema up to date and settles the
+ * operator key: PostgreSQL when DATABASE_URL is set, with HERALD_ENCRYPTION_KEY;
+ * else PGlite in `<dataDir>/pgdata`, locked against a second process and
+ * private to the user Herald runs as, its key in `<dataDir>/encryption.key`
+ * (generated, mode 0600, for a new database) unless HERALD_ENCRYPTION_KEY is set.
  */
 export async function openStorage(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'encryptionKey'>, options: { poolSize?: number } = {}): Promise<Storage> {
   if (config.databaseUrl) {
     const db = await openPostgres({ connectionString: config.databaseUrl, max: options.poolSize });
-    return { db, encryptionKey: config.encryptionKey!, close: () => db.close() };
+    try {
+      const applied = await prepareDatabase(db);
+      const encryptionKey = await settleEncryptionKey(db, { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' });
+      return { db, encryptionKey, applied, close: () => db.close() };
+    } catch (err) {
+      await db.close();
+      throw err;
+    }
   }
-  const lock = acquireDataDirLock(config.dataDir);
+  const { dataDir } = config;
+  const lock = acquireDataDirLock(dataDir);
+  let db: Db | undefined;
   try {
-    const encryptionKey = config.encryptionKey ?? embeddedEncryptionKey(config.dataDir);
-    const db = await openPglite({ dataDir: join(config.dataDir, 'pgdata') });
+    makeDirPrivate(dataDir);
+    const source = config.encryptionKey ? { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' } : embeddedKeySource(dataDir);
+    db = await openPglite({ dataDir: join(dataDir, 'pgdata') });
+    const applied = await prepareDatabase(db);
+    const encryptionKey = await settleEncryptionKey(db, source);
+    // PGlite has unpacked or rewritten files with modes of its own by now.
+    makeDirPrivate(dataDir);
+    const opened = db;
     return {
       db,
       encryptionKey,
+      applied,
       async close() {
-        await db.close();
-        lock.release();
+        try {
+          await opened.close();
+          makeDirPrivate(dataDir);
+        } finally {
+          lock.release();
+        }
       },
     };
   } catch (err) {
+    await db?.close().catch(() => {});
     lock.release();
     throw err;
   }

@@ -76,6 +76,8 @@ export async function createTestHerald(
     loginLimiter?: LoginLimiter;
     /** HERALD_TRUSTED_PROXIES; none by default. */
     trustedProxies?: string[];
+    /** How long a client has to send a whole request (the default otherwise). */
+    bodyTimeoutMs?: number;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
@@ -91,8 +93,9 @@ export async function createTestHerald(
     ...deps,
     disableAfter: config.disableAfter,
     outbound: { agent, timeoutMs: config.requestTimeoutMs },
-    rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, ...options.rateLimits },
+    rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, unauthenticatedPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
+    bodyTimeoutMs: options.bodyTimeoutMs,
     logLevel: 'info',
     logStream,
     panel: options.panel,
