@@ -62,7 +62,16 @@ export interface Config {
    * addresses only, so a customer's endpoint cannot reach into the operator's network.
    */
   allowedNetworks: string[];
+  /**
+   * Development mode (`--dev`, HERALD_DEV=1), for a developer's own machine:
+   * loopback is added to `allowedNetworks`, and the data directory's
+   * development CA is trusted for loopback receivers (docs/decisions/0015).
+   */
+  dev: boolean;
 }
+
+/** What development mode adds to the allowed networks: this machine. */
+export const LOOPBACK_NETWORKS = ['127.0.0.0/8', '::1/128'] as const;
 
 /** Panel sign-in: the session cookie and how long a session lasts. */
 export interface PanelAuthConfig {
@@ -101,7 +110,7 @@ export const REQUEST_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({ managementPerMinute: 1_200, ingestPerMinute: 120_000 });
 
 export type Env = Record<string, string | undefined>;
-export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>>;
+export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>> & { dev?: boolean };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -156,6 +165,12 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+function flag(setting: string, raw: string | undefined): boolean {
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(setting, `must be 1 or 0 (true or false), got "${raw}"`);
+}
+
 /** A comma- or space-separated list of CIDR ranges ("10.0.0.0/8, fd00::/8"). */
 function networks(setting: string, raw: string | undefined): string[] {
   const items = (raw ?? '').split(/[\s,]+/).filter(Boolean);
@@ -171,6 +186,8 @@ function networks(setting: string, raw: string | undefined): string[] {
 
 export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
   const defaults = DEFAULT_RETRY;
+  const dev = flags.dev === true || flag('--dev / HERALD_DEV', env.HERALD_DEV);
+  const allowedNetworks = networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS);
   const concurrency = integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 1024, 1, 10_000);
   const config: Config = {
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
@@ -182,7 +199,8 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     // to the folder npm was started in.
     dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
-    allowedNetworks: networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS),
+    allowedNetworks: dev ? [...new Set([...allowedNetworks, ...LOOPBACK_NETWORKS])] : allowedNetworks,
+    dev,
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),

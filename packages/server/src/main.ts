@@ -6,6 +6,8 @@ import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
 import { systemClock, type Clock } from './core/clock.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
+import { loadOrCreateDevCa } from './dev/dev-ca.ts';
+import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
 import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
@@ -39,12 +41,14 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
     const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
+    // Development mode: receivers on this machine may use a certificate from the data directory's CA.
+    const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem) : undefined;
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;
     if (config.role !== 'worker') {
       // Test events go out from the API process, through a small pool of its own.
-      const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs });
+      const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
@@ -67,7 +71,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     const log = app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
-      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log });
+      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log, connect });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());
