@@ -49,13 +49,13 @@ program
   .option('--dev', 'development mode, for your own machine only: also send to localhost, and trust the data directory\'s development CA there (HERALD_DEV=1)')
   .action(async (o: { role?: string; host?: string; port?: string; logLevel?: string; dev?: boolean }) => {
     const cfg = config({ role: o.role, host: o.host, port: o.port, logLevel: o.logLevel, dev: o.dev });
-    const herald = await startHerald({ config: cfg });
     if (cfg.dev) {
       console.error(
         `WARNING: development mode, for your own machine only. Herald also sends to ${LOOPBACK_NETWORKS.join(', ')} and localhost, ` +
           `and trusts the development CA in ${devCaPaths(cfg.dataDir).dir} for them. Never use --dev or HERALD_DEV on a server.`,
       );
     }
+    const herald = await startHerald({ config: cfg });
     const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
     console.error(`Herald is running (${cfg.role}) on ${engine}.`);
     if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);

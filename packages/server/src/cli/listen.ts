@@ -87,6 +87,15 @@ async function listen(ctx: ListenContext, o: { events?: string[]; forwardTo?: st
   const dataDir = ctx.dataDir();
   const json = ctx.json();
   const tls = await mintLocalhostCertificate(readDevCa(dataDir));
+  // Listening for Ctrl-C before anything is printed: a signal that came
+  // between "Ready!" and a handler would end the process the default way.
+  // The first one stops cleanly (once the endpoint is registered); a second
+  // one, say while the API does not answer, stops at once.
+  let signals = 0;
+  const interrupted = new Promise<void>((resolve) => {
+    const onSignal = () => (++signals === 1 ? resolve() : process.exit(130));
+    process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
+  });
 
   let learnSecret!: (secret: string) => void;
   const secret = new Promise<string>((resolve) => (learnSecret = resolve));
@@ -113,13 +122,7 @@ async function listen(ctx: ListenContext, o: { events?: string[]; forwardTo?: st
     learnSecret(registered.secret);
     // With --json, stdout holds only deliveries.
     (json ? console.error : console.log)(readyText(registered, url, o.forwardTo, dataDir));
-    await new Promise<void>((resolve) => {
-      const onSignal = () => {
-        process.off('SIGINT', onSignal).off('SIGTERM', onSignal);
-        resolve();
-      };
-      process.on('SIGINT', onSignal).on('SIGTERM', onSignal);
-    });
+    await interrupted;
     await stop();
     console.error(`Stopped. Endpoint ${registered.endpoint.id} stays registered; run herald listen --port ${receiver.port} again to reuse it, or delete it with: herald endpoints delete ${registered.endpoint.id}`);
   } catch (err) {
