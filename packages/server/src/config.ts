@@ -68,6 +68,12 @@ export interface Config {
    * development CA is trusted for loopback receivers (docs/decisions/0015).
    */
   dev: boolean;
+  /**
+   * NODE_EXTRA_CA_CERTS, Node's own setting: a file of CAs trusted besides
+   * the system's. Development mode gives TLS its own CA list, which would
+   * drop them, so it adds them back from this file.
+   */
+  extraCaFile: string | undefined;
 }
 
 /** What development mode adds to the allowed networks: this machine. */
@@ -201,6 +207,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
     allowedNetworks: dev ? [...new Set([...allowedNetworks, ...LOOPBACK_NETWORKS])] : allowedNetworks,
     dev,
+    extraCaFile: env.NODE_EXTRA_CA_CERTS || undefined,
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),

@@ -1,6 +1,7 @@
 import { panelDistDir } from '@herald/panel';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
@@ -33,6 +34,16 @@ export interface StartOptions {
   logStream?: Writable;
 }
 
+/** NODE_EXTRA_CA_CERTS's bundle; Node has already warned at start if it cannot be read. */
+function extraCas(file: string | undefined): string[] {
+  if (!file) return [];
+  try {
+    return [readFileSync(file, 'utf8')];
+  } catch {
+    return [];
+  }
+}
+
 /** The composition root: config → storage → API and/or dispatcher. */
 export async function startHerald({ config, clock = systemClock, logStream }: StartOptions): Promise<Herald> {
   const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
@@ -42,7 +53,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
     const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
-    const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem) : undefined;
+    const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;

@@ -6,6 +6,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { X509Certificate } from 'node:crypto';
 import type { PeerCertificate } from 'node:tls';
 import { verify } from '@herald/verify';
@@ -17,7 +18,10 @@ import { ConfigError } from '../src/errors.ts';
 import { cleanEnv, runCli, spawnCli, startHerald, type RunningHerald, type StreamingCli } from './helpers/cli.ts';
 import { createScratchPostgres, ENGINES } from './helpers/engines.ts';
 import { alarmData } from './helpers/herald.ts';
+import { startReceiver } from './helpers/receiver.ts';
 import { TLS } from './helpers/tls.ts';
+
+const TEST_CA_FILE = fileURLToPath(new URL('./fixtures/tls/ca.pem', import.meta.url));
 
 /** A local app behind --forward-to: records each request and answers with `status`. */
 async function startApp(): Promise<{ url: string; received: Array<{ headers: IncomingHttpHeaders; body: Buffer }>; status: number; close(): Promise<void> }> {
@@ -40,7 +44,7 @@ async function startApp(): Promise<{ url: string; received: Array<{ headers: Inc
   return app;
 }
 
-async function api(herald: RunningHerald, key: string, method: 'GET' | 'POST', path: string, body?: unknown): Promise<{ status: number; json: any }> {
+async function api(herald: RunningHerald, key: string, method: 'GET' | 'POST' | 'DELETE', path: string, body?: unknown): Promise<{ status: number; json: any }> {
   const res = await request(`${herald.url}${path}`, {
     method,
     headers: { authorization: `Bearer ${key}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -79,7 +83,8 @@ for (const engine of ENGINES) {
     before(async () => {
       dir = mkdtempSync(join(tmpdir(), 'herald-listen-'));
       // No allowed networks of its own: loopback is reachable only because of --dev.
-      env = cleanEnv({ HERALD_DATA_DIR: dir, HERALD_ALLOWED_NETWORKS: '' });
+      // NODE_EXTRA_CA_CERTS: the test CA, which development mode must keep trusting.
+      env = cleanEnv({ HERALD_DATA_DIR: dir, HERALD_ALLOWED_NETWORKS: '', NODE_EXTRA_CA_CERTS: TEST_CA_FILE });
       if (engine === 'postgres') {
         scratch = await createScratchPostgres();
         env = { ...env, DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: randomBytes(32).toString('base64') };
@@ -107,6 +112,19 @@ for (const engine of ENGINES) {
       assert.equal(statSync(paths.dir).mode & 0o777, 0o700);
       assert.equal(statSync(paths.cert).mode & 0o777, 0o600);
       assert.equal(statSync(paths.key).mode & 0o777, 0o600);
+    });
+
+    test('CAs from NODE_EXTRA_CA_CERTS stay trusted in development mode', async () => {
+      const receiver = await startReceiver();
+      try {
+        const created = await api(herald, key, 'POST', '/v1/endpoints', { url: receiver.url, event_types: ['alarm.created'] });
+        assert.equal(created.status, 201, JSON.stringify(created.json));
+        const sent = await api(herald, key, 'POST', `/v1/endpoints/${created.json.id}/test`, {});
+        assert.equal(sent.json.outcome, 'succeeded', JSON.stringify(sent.json));
+        assert.equal((await api(herald, key, 'DELETE', `/v1/endpoints/${created.json.id}`)).status, 204);
+      } finally {
+        await receiver.close();
+      }
     });
 
     test('listen registers an endpoint, verifies each delivery, forwards the same bytes and headers, and Herald records the success', async () => {

@@ -25,12 +25,16 @@ export function isLoopbackHost(host: string): boolean {
  * developer's own machine. A certificate it issued for any other host fails
  * the handshake, as an untrusted one would without --dev.
  *
+ * `extraCas`: PEM bundles trusted besides the system CAs (the file named by
+ * NODE_EXTRA_CA_CERTS).
+ *
  * Passed to undici's buildConnector (createAgent's `connect`), which hands
  * them to tls.connect.
  */
-export function devTlsOptions(devCaPem: string): Pick<ConnectionOptions, 'ca' | 'checkServerIdentity'> {
+export function devTlsOptions(devCaPem: string, extraCas: string[] = []): Pick<ConnectionOptions, 'ca' | 'checkServerIdentity'> {
   return {
-    ca: [...rootCertificates, devCaPem],
+    // A `ca` list replaces Node's, NODE_EXTRA_CA_CERTS included: those come back through `extraCas`.
+    ca: [...rootCertificates, ...extraCas, devCaPem],
     checkServerIdentity(host: string, cert: PeerCertificate) {
       if (!isLoopbackHost(host) && cert.raw && issuedBy(cert.raw, devCaPem)) {
         return Object.assign(
