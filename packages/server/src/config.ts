@@ -190,6 +190,19 @@ function networks(setting: string, raw: string | undefined): string[] {
   });
 }
 
+/**
+ * The data directory alone, for commands that need nothing else from the
+ * settings (`herald listen` reads the development CA there) and should not
+ * fail on a setting they do not use.
+ */
+export function dataDirOf({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): string {
+  // Relative to where the user typed the command: npm runs a workspace's
+  // scripts in the workspace folder (so `npm start` at the root would use
+  // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD
+  // to the folder npm was started in.
+  return resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data');
+}
+
 export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
   const defaults = DEFAULT_RETRY;
   const dev = flags.dev === true || flag('--dev / HERALD_DEV', env.HERALD_DEV);
@@ -199,11 +212,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
     host: flags.host ?? env.HERALD_HOST ?? DEFAULT_HOST,
     port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, DEFAULT_PORT, 0, 65535),
-    // Relative to where the user typed the command: npm runs a workspace's
-    // scripts in the workspace folder (so `npm start` at the root would use
-    // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD
-    // to the folder npm was started in.
-    dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
+    dataDir: dataDirOf({ env, flags }),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
     allowedNetworks: dev ? [...new Set([...allowedNetworks, ...LOOPBACK_NETWORKS])] : allowedNetworks,
     dev,

@@ -1,6 +1,6 @@
 import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
-import { DEFAULT_HOST, DEFAULT_PORT, LOOPBACK_NETWORKS, loadConfig, type Flags } from '../config.ts';
+import { dataDirOf, DEFAULT_HOST, DEFAULT_PORT, LOOPBACK_NETWORKS, loadConfig, type Flags } from '../config.ts';
 import { DevCaMissingError, devCaPaths } from '../dev/dev-ca.ts';
 import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
@@ -170,7 +170,7 @@ const jsonOutput = () => program.opts<{ json?: boolean }>().json === true;
 
 registerApiCommands(program, { json: jsonOutput, api: apiClient });
 
-registerListenCommand(program, { json: jsonOutput, api: apiClient, dataDir: () => config().dataDir });
+registerListenCommand(program, { json: jsonOutput, api: apiClient, dataDir: () => dataDirOf({ env: process.env, flags: { dataDir: program.opts<{ dataDir?: string }>().dataDir } }) });
 
 function readJson(flag: string, file: string | undefined): unknown {
   if (!file) return undefined;

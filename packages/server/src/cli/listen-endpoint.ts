@@ -49,7 +49,12 @@ async function findByUrl(api: ApiClient, url: string): Promise<Endpoint | undefi
   return data.find((e) => e.url === url);
 }
 
-/** Registers the endpoint at `url` for `eventTypes`, or brings the existing one up to date. */
+/**
+ * Registers the endpoint at `url` for `eventTypes`, or brings the existing one up to date.
+ *
+ * @example
+ *   const { endpoint, secret } = await registerListenEndpoint(api, { url: 'https://localhost:8443/', eventTypes: ['alarm.created'], dataDir });
+ */
 export async function registerListenEndpoint(api: ApiClient, options: { url: string; eventTypes: string[]; dataDir: string }): Promise<ListenEndpoint> {
   const { url, eventTypes, dataDir } = options;
   const existing = await findByUrl(api, url);

@@ -93,6 +93,9 @@ async function createDevCa(now: Date): Promise<DevCa> {
  * earlier keeps working). Both files are written under temporary names and
  * renamed, the certificate last, so a reader that sees ca.pem sees a whole
  * pair.
+ *
+ * @example
+ *   const { certPem } = await loadOrCreateDevCa('/var/lib/herald'); // /var/lib/herald/dev-ca/ca.pem
  */
 export async function loadOrCreateDevCa(dataDir: string, now = new Date()): Promise<DevCa> {
   const paths = devCaPaths(dataDir);

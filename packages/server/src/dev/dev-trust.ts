@@ -30,6 +30,10 @@ export function isLoopbackHost(host: string): boolean {
  *
  * Passed to undici's buildConnector (createAgent's `connect`), which hands
  * them to tls.connect.
+ *
+ * @example
+ *   const ca = await loadOrCreateDevCa(config.dataDir);
+ *   const agent = createAgent({ connections: 4, addresses, timeoutMs, connect: devTlsOptions(ca.certPem) });
  */
 export function devTlsOptions(devCaPem: string, extraCas: string[] = []): Pick<ConnectionOptions, 'ca' | 'checkServerIdentity'> {
   return {
