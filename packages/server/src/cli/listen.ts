@@ -145,8 +145,10 @@ It registers an endpoint at https://localhost:<port>/ (or reuses the one already
 updating its event types), receives on 127.0.0.1, and prints each delivery: headers, body,
 and whether the signature verified. With --forward-to it also POSTs the same body and
 headers to your app and answers Herald with your app's status (a 5xx or no answer: 502,
-so Herald retries). Ctrl-C stops it; the endpoint stays registered, with its signing
-secret kept in <data-dir>/listen/, so the next run on the same port reuses both.`,
+so Herald retries). With --json, each delivery is one JSON object on standard output
+and everything else goes to standard error. Ctrl-C stops it; the endpoint stays
+registered, with its signing secret kept in <data-dir>/listen/, so the next run on the
+same port reuses both.`,
     )
     .configureHelp({ showGlobalOptions: true })
     .option('--events <types>', 'comma-separated event types (default: every type in the catalog)', eventTypeList)
