@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, statSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -286,13 +286,16 @@ describe('development mode settings and trust', () => {
     assert.throws(() => loadConfig({ env: { HERALD_DEV: 'yes' } }), (err: unknown) => err instanceof ConfigError && /^--dev \/ HERALD_DEV: must be 1 or 0/.test(err.message));
   });
 
-  test('the development CA is made once and kept', async () => {
+  test('the development CA is made once and kept, also when two processes start at once', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-devca-'));
     try {
-      const first = await loadOrCreateDevCa(dir);
+      // Two at once (workers sharing a data directory): one CA wins, and both get it.
+      const [first, second] = await Promise.all([loadOrCreateDevCa(dir), loadOrCreateDevCa(dir)]);
       const again = await loadOrCreateDevCa(dir);
+      assert.equal(second.certPem, first.certPem);
       assert.equal(again.certPem, first.certPem);
       assert.equal(again.keyPem, first.keyPem);
+      assert.deepEqual(readdirSync(dir), ['dev-ca'], 'no temporary directory is left behind');
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

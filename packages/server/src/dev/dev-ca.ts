@@ -1,7 +1,7 @@
 import * as x509 from '@peculiar/x509';
 import { createPrivateKey, randomBytes, webcrypto, X509Certificate } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, join } from 'node:path';
 
 /**
  * The development certificate authority of `herald start --dev`: made once
@@ -90,9 +90,10 @@ async function createDevCa(now: Date): Promise<DevCa> {
 /**
  * The data directory's development CA, made on first use: directory 0700,
  * files 0600, and never replaced while present (a `herald listen` started
- * earlier keeps working). Both files are written under temporary names and
- * renamed, the certificate last, so a reader that sees ca.pem sees a whole
- * pair.
+ * earlier keeps working). The pair is written into a temporary directory
+ * that is then renamed into place in one step, so a reader never sees half
+ * a pair, and of two processes starting at once (workers sharing a data
+ * directory) one CA wins and both use it.
  *
  * @example
  *   const { certPem } = await loadOrCreateDevCa('/var/lib/herald'); // /var/lib/herald/dev-ca/ca.pem
@@ -100,14 +101,20 @@ async function createDevCa(now: Date): Promise<DevCa> {
 export async function loadOrCreateDevCa(dataDir: string, now = new Date()): Promise<DevCa> {
   const paths = devCaPaths(dataDir);
   if (existsSync(paths.cert)) return readDevCa(dataDir);
-  mkdirSync(paths.dir, { recursive: true, mode: 0o700 });
+  mkdirSync(dataDir, { recursive: true, mode: 0o700 });
   const ca = await createDevCa(now);
-  const tmp = `.tmp-${process.pid}-${randomBytes(4).toString('hex')}`;
-  writeFileSync(paths.key + tmp, ca.keyPem, { mode: 0o600, flag: 'wx' });
-  writeFileSync(paths.cert + tmp, ca.certPem, { mode: 0o600, flag: 'wx' });
-  renameSync(paths.key + tmp, paths.key);
-  renameSync(paths.cert + tmp, paths.cert);
-  return ca;
+  const tmp = mkdtempSync(join(dataDir, '.dev-ca-')); // 0700
+  try {
+    writeFileSync(join(tmp, basename(paths.key)), ca.keyPem, { mode: 0o600 });
+    writeFileSync(join(tmp, basename(paths.cert)), ca.certPem, { mode: 0o600 });
+    renameSync(tmp, paths.dir);
+    return ca;
+  } catch (err) {
+    rmSync(tmp, { recursive: true, force: true });
+    // Another process put its CA in place first: use that one.
+    if (['ENOTEMPTY', 'EEXIST'].includes((err as NodeJS.ErrnoException).code ?? '')) return readDevCa(dataDir);
+    throw err;
+  }
 }
 
 /** Reads the development CA, or throws DevCaMissingError. */
