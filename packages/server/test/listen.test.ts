@@ -8,11 +8,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { X509Certificate } from 'node:crypto';
-import type { PeerCertificate } from 'node:tls';
+import { connect as tlsConnect, type ConnectionOptions, type PeerCertificate } from 'node:tls';
+import { createServer as createHttpsServer } from 'node:https';
 import { verify } from '@herald/verify';
 import { request } from 'undici';
 import { loadConfig } from '../src/config.ts';
-import { devCaPaths, loadOrCreateDevCa, mintLocalhostCertificate } from '../src/dev/dev-ca.ts';
+import { devCaPaths, loadOrCreateDevCa, mintServerCertificate } from '../src/dev/dev-ca.ts';
 import { devTlsOptions } from '../src/dev/dev-trust.ts';
 import { ConfigError } from '../src/errors.ts';
 import { cleanEnv, runCli, spawnCli, startHerald, type RunningHerald, type StreamingCli } from './helpers/cli.ts';
@@ -310,7 +311,7 @@ describe('development mode settings and trust', () => {
         const x = new X509Certificate(pem);
         return { raw: x.raw, subject: { CN: 'localhost' }, subjectaltname: x.subjectAltName } as unknown as PeerCertificate;
       };
-      const leaf = peer((await mintLocalhostCertificate(ca)).certPem);
+      const leaf = peer((await mintServerCertificate(ca)).certPem);
       assert.equal(checkServerIdentity!('localhost', leaf), undefined);
       assert.equal(checkServerIdentity!('127.0.0.1', leaf), undefined);
       assert.equal(checkServerIdentity!('::1', leaf), undefined);
@@ -318,6 +319,31 @@ describe('development mode settings and trust', () => {
       // The test CA's localhost certificate is not the development CA's: the usual name check applies.
       assert.match(String(checkServerIdentity!('example.com', peer(TLS.cert))), /Hostname\/IP does not match/);
     } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  test('over a real handshake, a development-CA certificate for another host is refused, with the reason', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'herald-devca-'));
+    const ca = await loadOrCreateDevCa(dir);
+    // What a copy of the CA's key could make: a certificate for someone else's host.
+    const forged = await mintServerCertificate(ca, { dnsNames: ['bank.example'], ips: [] });
+    const server = createHttpsServer({ cert: forged.certPem, key: forged.keyPem }, (_req, res) => res.end());
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const handshake = (options: ConnectionOptions) =>
+      new Promise<string>((resolve) => {
+        const socket = tlsConnect({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, servername: 'bank.example', ...options }, () => {
+          socket.destroy();
+          resolve('trusted');
+        });
+        socket.on('error', (err) => resolve(err.message));
+      });
+    try {
+      const { ca: cas } = devTlsOptions(ca.certPem);
+      assert.equal(await handshake({ ca: cas }), 'trusted', 'the CA list alone would accept it');
+      assert.match(await handshake(devTlsOptions(ca.certPem)), /signed by Herald's development CA, which is trusted for localhost and loopback addresses only/);
+    } finally {
+      server.close();
       rmSync(dir, { recursive: true, force: true });
     }
   });

@@ -1,6 +1,6 @@
 import { Command, InvalidArgumentError } from 'commander';
 import { ConfigError } from '../errors.ts';
-import { mintLocalhostCertificate, readDevCa } from '../dev/dev-ca.ts';
+import { mintServerCertificate, readDevCa } from '../dev/dev-ca.ts';
 import type { ApiClient } from './api-client.ts';
 import { registerListenEndpoint, type ListenEndpoint } from './listen-endpoint.ts';
 import { startListenReceiver, type ListenReceiver, type ReceivedDelivery } from './listen-receiver.ts';
@@ -86,7 +86,7 @@ async function listen(ctx: ListenContext, o: { events?: string[]; forwardTo?: st
   const api = ctx.api();
   const dataDir = ctx.dataDir();
   const json = ctx.json();
-  const tls = await mintLocalhostCertificate(readDevCa(dataDir));
+  const tls = await mintServerCertificate(readDevCa(dataDir));
   // Listening for Ctrl-C before anything is printed: a signal that came
   // between "Ready!" and a handler would end the process the default way.
   // The first one stops cleanly (once the endpoint is registered); a second

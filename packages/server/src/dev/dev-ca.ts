@@ -125,17 +125,23 @@ export function readDevCa(dataDir: string): DevCa {
 }
 
 /**
- * A server certificate for `localhost`, 127.0.0.1 and ::1 signed by the
- * development CA, with a fresh key; valid for a week, and made anew on each
- * run, so it is never stored.
+ * A server certificate signed by the development CA, with a fresh key; valid
+ * for a week. `herald listen` makes one for `localhost`, 127.0.0.1 and ::1 on
+ * each run, so it is never stored.
+ *
+ * @example
+ *   const { certPem, keyPem } = await mintServerCertificate(readDevCa(dataDir));
  */
-export async function mintLocalhostCertificate(ca: DevCa, now = new Date()): Promise<{ certPem: string; keyPem: string }> {
+export async function mintServerCertificate(
+  ca: DevCa,
+  { dnsNames = ['localhost'], ips = ['127.0.0.1', '::1'], now = new Date() }: { dnsNames?: string[]; ips?: string[]; now?: Date } = {},
+): Promise<{ certPem: string; keyPem: string }> {
   provider();
   const issuer = new x509.X509Certificate(ca.certPem);
   const keys = await newKeys();
   const cert = await x509.X509CertificateGenerator.create({
     serialNumber: serialNumber(),
-    subject: 'CN=localhost',
+    subject: `CN=${dnsNames[0] ?? ips[0]}`,
     issuer: issuer.subject,
     notBefore: new Date(now.getTime() - DAY_MS),
     notAfter: new Date(now.getTime() + 7 * DAY_MS),
@@ -146,11 +152,7 @@ export async function mintLocalhostCertificate(ca: DevCa, now = new Date()): Pro
       new x509.BasicConstraintsExtension(false, undefined, true),
       new x509.KeyUsagesExtension(x509.KeyUsageFlags.digitalSignature, true),
       new x509.ExtendedKeyUsageExtension([x509.ExtendedKeyUsage.serverAuth]),
-      new x509.SubjectAlternativeNameExtension([
-        { type: 'dns', value: 'localhost' },
-        { type: 'ip', value: '127.0.0.1' },
-        { type: 'ip', value: '::1' },
-      ]),
+      new x509.SubjectAlternativeNameExtension([...dnsNames.map((value) => ({ type: 'dns' as const, value })), ...ips.map((value) => ({ type: 'ip' as const, value }))]),
       await x509.AuthorityKeyIdentifierExtension.create(issuer),
     ],
   });
