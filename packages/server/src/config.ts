@@ -70,7 +70,22 @@ export interface Config {
    * address is always the one its connection came from.
    */
   trustedProxies: string[];
+  /**
+   * Development mode (`--dev`, HERALD_DEV=1), for a developer's own machine:
+   * loopback is added to `allowedNetworks`, and the data directory's
+   * development CA is trusted for loopback receivers (docs/decisions/0015).
+   */
+  dev: boolean;
+  /**
+   * NODE_EXTRA_CA_CERTS, Node's own setting: a file of CAs trusted besides
+   * the system's. Development mode gives TLS its own CA list, which would
+   * drop them, so it adds them back from this file.
+   */
+  extraCaFile: string | undefined;
 }
+
+/** What development mode adds to the allowed networks: this machine. */
+export const LOOPBACK_NETWORKS = ['127.0.0.0/8', '::1/128'] as const;
 
 /** Panel sign-in: the session cookie and how long a session lasts. */
 export interface PanelAuthConfig {
@@ -113,7 +128,7 @@ export const REQUEST_TIMEOUT_MS = 10_000;
 export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({ managementPerMinute: 1_200, ingestPerMinute: 120_000, unauthenticatedPerMinute: 60 });
 
 export type Env = Record<string, string | undefined>;
-export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>>;
+export type Flags = Partial<Record<'role' | 'host' | 'port' | 'dataDir' | 'databaseUrl' | 'logLevel', string>> & { dev?: boolean };
 
 const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
 
@@ -168,6 +183,12 @@ function databaseUrl(raw: string | undefined): string | undefined {
   return raw;
 }
 
+function flag(setting: string, raw: string | undefined): boolean {
+  if (raw === undefined || raw === '' || raw === '0' || raw === 'false') return false;
+  if (raw === '1' || raw === 'true') return true;
+  throw new ConfigError(setting, `must be 1 or 0 (true or false), got "${raw}"`);
+}
+
 /** A comma- or space-separated list of CIDR ranges ("10.0.0.0/8, fd00::/8"); a bare address is a range of one. */
 function networks(setting: string, raw: string | undefined): string[] {
   const items = (raw ?? '').split(/[\s,]+/).filter(Boolean);
@@ -181,20 +202,33 @@ function networks(setting: string, raw: string | undefined): string[] {
   });
 }
 
+/**
+ * The data directory alone, for commands that need nothing else from the
+ * settings (`herald listen` reads the development CA there) and should not
+ * fail on a setting they do not use.
+ */
+export function dataDirOf({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): string {
+  // Relative to where the user typed the command: npm runs a workspace's
+  // scripts in the workspace folder (so `npm start` at the root would use
+  // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD
+  // to the folder npm was started in.
+  return resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data');
+}
+
 export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags } = {}): Readonly<Config> {
   const defaults = DEFAULT_RETRY;
+  const dev = flags.dev === true || flag('--dev / HERALD_DEV', env.HERALD_DEV);
+  const allowedNetworks = networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS);
   const concurrency = integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 1024, 1, 10_000);
   const config: Config = {
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
     host: flags.host ?? env.HERALD_HOST ?? DEFAULT_HOST,
     port: integer('--port / HERALD_PORT', flags.port ?? env.HERALD_PORT, DEFAULT_PORT, 0, 65535),
-    // Relative to where the user typed the command: npm runs a workspace's
-    // scripts in the workspace folder (so `npm start` at the root would use
-    // packages/server/data while `npx herald` uses ./data), and sets INIT_CWD
-    // to the folder npm was started in.
-    dataDir: resolve(env.INIT_CWD ?? '', flags.dataDir ?? env.HERALD_DATA_DIR ?? 'data'),
+    dataDir: dataDirOf({ env, flags }),
     databaseUrl: databaseUrl(flags.databaseUrl ?? env.DATABASE_URL),
-    allowedNetworks: networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS),
+    allowedNetworks: dev ? [...new Set([...allowedNetworks, ...LOOPBACK_NETWORKS])] : allowedNetworks,
+    dev,
+    extraCaFile: env.NODE_EXTRA_CA_CERTS || undefined,
     trustedProxies: networks('HERALD_TRUSTED_PROXIES', env.HERALD_TRUSTED_PROXIES),
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),

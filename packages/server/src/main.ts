@@ -1,6 +1,7 @@
 import { panelDistDir } from '@herald/panel';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
@@ -8,6 +9,8 @@ import { systemClock, type Clock } from './core/clock.ts';
 import { PasswordHasher } from './core/passwords.ts';
 import { SetupToken } from './core/setup-token.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
+import { loadOrCreateDevCa } from './dev/dev-ca.ts';
+import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
 import { createAgent } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
@@ -40,6 +43,16 @@ export interface StartOptions {
   logStream?: Writable;
 }
 
+/** NODE_EXTRA_CA_CERTS's bundle; Node has already warned at start if it cannot be read. */
+function extraCas(file: string | undefined): string[] {
+  if (!file) return [];
+  try {
+    return [readFileSync(file, 'utf8')];
+  } catch {
+    return [];
+  }
+}
+
 /** The composition root: config → storage → API and/or dispatcher. */
 export async function startHerald({ config, clock = systemClock, logStream }: StartOptions): Promise<Herald> {
   const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
@@ -54,6 +67,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       addresses: new AddressPolicy(config.allowedNetworks),
       passwords: new PasswordHasher(),
     };
+    // Development mode: receivers on this machine may use a certificate from the data directory's CA.
+    const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;
@@ -61,7 +76,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     if (config.role !== 'worker') {
       const setupToken = new SetupToken();
       // Test events go out from the API process, through a small pool of its own.
-      const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs });
+      const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
@@ -88,7 +103,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     const log = app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
-      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log });
+      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log, connect });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());

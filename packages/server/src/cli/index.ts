@@ -1,6 +1,7 @@
 import { Command, Option } from 'commander';
 import { readFileSync } from 'node:fs';
-import { DEFAULT_HOST, DEFAULT_PORT, loadConfig, type Flags } from '../config.ts';
+import { dataDirOf, DEFAULT_HOST, DEFAULT_PORT, LOOPBACK_NETWORKS, loadConfig, type Flags } from '../config.ts';
+import { DevCaMissingError, devCaPaths } from '../dev/dev-ca.ts';
 import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
@@ -9,6 +10,7 @@ import { SchemaTooNewError } from '../storage/migrate.ts';
 import type { OperatorOp } from '../services/operator.ts';
 import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
 import { registerApiCommands } from './api-commands.ts';
+import { registerListenCommand } from './listen.ts';
 import { problemLines } from './api-output.ts';
 import { runOperatorOp } from './operator-client.ts';
 import { printResult } from './output.ts';
@@ -44,8 +46,15 @@ program
   .addOption(new Option('--host <host>', 'interface to listen on').env('HERALD_HOST'))
   .addOption(new Option('--port <port>', 'port to listen on').env('HERALD_PORT'))
   .addOption(new Option('--log-level <level>', 'fatal, error, warn, info, debug, trace or silent').env('HERALD_LOG_LEVEL'))
-  .action(async (o: { role?: string; host?: string; port?: string; logLevel?: string }) => {
-    const cfg = config({ role: o.role, host: o.host, port: o.port, logLevel: o.logLevel });
+  .option('--dev', 'development mode, for your own machine only: also send to localhost, and trust the data directory\'s development CA there (HERALD_DEV=1)')
+  .action(async (o: { role?: string; host?: string; port?: string; logLevel?: string; dev?: boolean }) => {
+    const cfg = config({ role: o.role, host: o.host, port: o.port, logLevel: o.logLevel, dev: o.dev });
+    if (cfg.dev) {
+      console.error(
+        `WARNING: development mode, for your own machine only. Herald also sends to ${LOOPBACK_NETWORKS.join(', ')} and localhost, ` +
+          `and trusts the development CA in ${devCaPaths(cfg.dataDir).dir} for them. Never use --dev or HERALD_DEV on a server.`,
+      );
+    }
     const herald = await startHerald({ config: cfg });
     const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
     console.error(`Herald is running (${cfg.role}) on ${engine}.`);
@@ -149,14 +158,17 @@ eventTypes
     op('event-types.add', { name, description: o.description, schema: readJson('--schema', o.schema), example: readJson('--example', o.example) }),
   );
 
-registerApiCommands(program, {
-  json: () => program.opts<{ json?: boolean }>().json === true,
-  api() {
-    const { heraldUrl, apiKey } = program.opts<{ heraldUrl: string; apiKey?: string }>();
-    const baseUrl = parseBaseUrl(heraldUrl);
-    return createApiClient({ baseUrl, apiKey: checkApiKey(apiKey, baseUrl) });
-  },
-});
+/** The API client of one invocation, from --herald-url and --api-key. */
+function apiClient() {
+  const { heraldUrl, apiKey } = program.opts<{ heraldUrl: string; apiKey?: string }>();
+  const baseUrl = parseBaseUrl(heraldUrl);
+  return createApiClient({ baseUrl, apiKey: checkApiKey(apiKey, baseUrl) });
+}
+const jsonOutput = () => program.opts<{ json?: boolean }>().json === true;
+
+registerApiCommands(program, { json: jsonOutput, api: apiClient });
+
+registerListenCommand(program, { json: jsonOutput, api: apiClient, dataDir: () => dataDirOf({ env: process.env, flags: { dataDir: program.opts<{ dataDir?: string }>().dataDir } }) });
 
 function readJson(flag: string, file: string | undefined): unknown {
   if (!file) return undefined;
@@ -173,7 +185,7 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     console.error(problemLines(err.problem).join('\n'));
   } else if (err instanceof ApiUnreachableError) {
     console.error(`error: ${err.message}`);
-  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError || err instanceof SchemaTooNewError) {
+  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError || err instanceof SchemaTooNewError || err instanceof DevCaMissingError) {
     console.error(`herald: ${err.message}`);
   } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
     console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);

@@ -99,3 +99,55 @@ export function startHerald(args: string[], env: NodeJS.ProcessEnv = cleanEnv())
     });
   });
 }
+
+export interface StreamingCli {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the first match of `pattern` in stdout or stderr (`in`), or rejects after `timeoutMs` or when the command exits first. */
+  waitFor(pattern: RegExp, options?: { in?: 'stdout' | 'stderr'; timeoutMs?: number }): Promise<RegExpExecArray>;
+  /** Sends `signal` (SIGINT: Ctrl-C), then resolves with the exit code. */
+  stop(signal?: NodeJS.Signals): Promise<number | null>;
+}
+
+/** Starts a long-running CLI command (such as `herald listen`) and lets the test wait on what it prints. */
+export function spawnCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): StreamingCli {
+  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  children.add(child);
+  const out = { stdout: '', stderr: '' };
+  const waiters = new Set<() => void>();
+  const wake = () => waiters.forEach((w) => w());
+  child.stdout!.on('data', (c: Buffer) => ((out.stdout += c.toString()), wake()));
+  child.stderr!.on('data', (c: Buffer) => ((out.stderr += c.toString()), wake()));
+  child.once('exit', wake);
+  return {
+    child,
+    stdout: () => out.stdout,
+    stderr: () => out.stderr,
+    waitFor(pattern, { in: stream = 'stdout', timeoutMs = 30_000 } = {}) {
+      return new Promise((resolve, reject) => {
+        const check = () => {
+          const match = pattern.exec(out[stream]);
+          if (match) done(() => resolve(match));
+          else if (child.exitCode !== null || child.signalCode !== null) {
+            done(() => reject(new Error(`exited (${child.exitCode ?? child.signalCode}) before printing ${pattern}:\n${out.stdout}\n${out.stderr}`)));
+          }
+        };
+        const timer = setTimeout(() => done(() => reject(new Error(`no ${pattern} within ${timeoutMs} ms:\n${out.stdout}\n${out.stderr}`))), timeoutMs);
+        const done = (settle: () => void) => {
+          clearTimeout(timer);
+          waiters.delete(check);
+          settle();
+        };
+        waiters.add(check);
+        check();
+      });
+    },
+    async stop(signal = 'SIGINT') {
+      child.kill(signal);
+      const code = await exited(child);
+      children.delete(child);
+      return code;
+    },
+  };
+}
