@@ -1,5 +1,7 @@
 import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError } from '../errors.ts';
+import { STATUS_CODES } from 'node:http';
+import type { Socket } from 'node:net';
+import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError, type LimitInfo } from '../errors.ts';
 
 /** RFC 9457 problem details, with Herald's stable `code`. */
 export interface Problem {
@@ -9,11 +11,13 @@ export interface Problem {
   code: ErrorCode;
   detail: string;
   errors?: FieldError[];
+  /** For limit_exceeded: which setting holds the limit, and its value. */
+  limit?: LimitInfo;
 }
 
-export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[], limit?: LimitInfo): Problem {
   const { status, title } = ERRORS[code];
-  return { type: `https://herald.dev/problems/${code}`, title, status, code, detail, ...(errors ? { errors } : {}) };
+  return { type: `https://herald.dev/problems/${code}`, title, status, code, detail, ...(errors ? { errors } : {}), ...(limit ? { limit } : {}) };
 }
 
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
@@ -46,7 +50,7 @@ function fieldErrors(validation: AjvLikeError[], context: string | undefined): F
 
 /** Maps every error to a problem; unexpected ones are logged and hidden behind a 500. */
 export function toProblem(error: unknown, request: FastifyRequest): Problem {
-  if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors);
+  if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors, error.limit);
   const fe = error as FastifyError & { validation?: AjvLikeError[]; validationContext?: string };
   if (fe.validation) {
     const errors = fieldErrors(fe.validation, fe.validationContext);
@@ -68,8 +72,33 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
   // Any other client error fastify raises (a Content-Length that does not match
   // the body, a malformed %-escape in the path, an over-long path parameter).
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return problemOf('validation_failed', fe.message);
+    const field = fe.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ? 'headers.content-length' : /^FST_ERR_(BAD_URL|MAX_PARAM_LENGTH|INVALID_URL)$/.test(fe.code) ? 'path' : 'request';
+    return problemOf('validation_failed', `${field}: ${fe.message}`, [{ field, message: fe.message }]);
   }
   request.log.error({ err: error }, "unhandled error");
   return problemOf('internal_error', 'Herald could not complete the request; it has been logged. Try again, and report it if it persists.');
+}
+
+/**
+ * Answers a request Node's HTTP parser refused before fastify saw it (not
+ * HTTP, an invalid header, headers over Node's 16 KiB, a request that took
+ * too long to arrive) with a problem too, then closes the connection, as
+ * fastify's own handler does with a plain JSON body.
+ */
+export function answerClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === 'ECONNRESET' || socket.destroyed) return;
+  const problem =
+    err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+      ? problemOf('request_timeout', 'the request did not arrive in time; send it again, all at once')
+      : err.code === 'HPE_HEADER_OVERFLOW'
+        ? problemOf('headers_too_large', 'the request headers exceed what Herald accepts (16 KiB); send fewer or shorter headers')
+        : problemOf('validation_failed', `request: not valid HTTP/1.1 (${err.message})`, [{ field: 'request', message: `is not valid HTTP/1.1 (${err.message})` }]);
+  if (socket.writable) {
+    const body = JSON.stringify(problem);
+    socket.write(
+      `HTTP/1.1 ${problem.status} ${STATUS_CODES[problem.status]}\r\nContent-Type: application/problem+json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
