@@ -38,7 +38,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   try {
     await prepareDatabase(storage.db);
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
-    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks) };
+    const deps: ServiceDeps = { db: storage.db, encryptionKey: storage.encryptionKey, clock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks), limits: config.limits };
 
     let app: FastifyInstance | undefined;
     let url: string | undefined;

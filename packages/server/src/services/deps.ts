@@ -1,3 +1,4 @@
+import type { AccountLimits } from '../config.ts';
 import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { SchemaValidator } from '../core/schema-validator.ts';
@@ -12,4 +13,6 @@ export interface ServiceDeps {
   validator: SchemaValidator;
   /** Which networks webhooks may be sent to (public addresses only, unless the operator allows more). */
   addresses: AddressPolicy;
+  /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
+  limits?: AccountLimits;
 }
