@@ -178,9 +178,9 @@ describe('answers from outside the routes are problems too', () => {
     } as typeof h.db;
     const logStream = new PassThrough();
     let logs = '';
-    const logged = (text: string) =>
+    const logged = (pattern: RegExp) =>
       new Promise<void>((resolve) => {
-        const look = () => (logs.includes(text) ? resolve() : logStream.once('data', look));
+        const look = () => (pattern.test(logs) ? resolve() : logStream.once('data', look));
         look();
       });
     logStream.on('data', (c: Buffer) => (logs += c.toString()));
@@ -196,8 +196,8 @@ describe('answers from outside the routes are problems too', () => {
     await inFlight;
     const closing = app.close();
     socket.write('GET /v1/event-types HTTP/1.1\r\nHost: x\r\n\r\n');
-    // The second request reaches the router before the first finishes.
-    await logged('/v1/event-types');
+    // The second request reaches the router (or fastify's own refusal) before the first finishes.
+    await logged(/\/v1\/event-types|server is closing/);
     release();
     await closed;
     await closing;
