@@ -57,8 +57,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
     transform: ({ schema: routeSchema, url, route }) => {
       if (!routeSchema) return { schema: routeSchema, url };
-      // Any route refuses a path or query string that is not text, and any answers 503 while Herald shuts down.
-      const schema = { ...routeSchema, response: { ...problems(400, 503), ...(routeSchema.response as Record<string, unknown>) } };
+      // Any route refuses a path or query string that is not text, and any answers 503 while
+      // Herald shuts down; any that may carry a body refuses one too large or not JSON.
+      const general = { ...problems(400, 503), ...(MUTATING.has(String(route.method)) ? problems(413, 415) : {}) };
+      const schema = { ...routeSchema, response: { ...general, ...(routeSchema.response as Record<string, unknown>) } };
       // Public routes (sign-in, setup) have no account to scope a key to.
       const isPublic = (route as { config?: { public?: boolean } }).config?.public === true;
       if (!MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
