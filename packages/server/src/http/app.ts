@@ -10,9 +10,8 @@ import { idempotency } from './idempotency.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
-import { HeraldError } from '../errors.ts';
 import { registerInputChecks } from './input-checks.ts';
-import { answerClientError, problemOf, sendProblem, toProblem } from './problem.ts';
+import { answerClientError, problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
@@ -85,7 +84,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     bodyLimit: options.maxBodyBytes,
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
-    // Answered below as a problem, like every other error.
+    // refuseWhileClosing answers it as a problem, like every other error.
     return503OnClosing: false,
     // Errors raised before routing (a malformed %-escape in the path) are problems too,
     // and so are requests Node's HTTP parser refuses.
@@ -96,15 +95,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   // would turn a wrongly typed body into a confusing schema error instead of a 415.
   app.removeContentTypeParser('text/plain');
   registerInputChecks(app);
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  app.addHook('onRequest', async (_request, reply) => {
-    if (!closing) return;
-    reply.header('connection', 'close').header('retry-after', '1');
-    throw new HeraldError('shutting_down', 'this Herald process is shutting down; send the request again (to another process, or to this one once it is back)');
-  });
+  refuseWhileClosing(app);
   if (ownAgent) app.addHook('onClose', async () => ownAgent.close());
 
   await app.register(cookie);

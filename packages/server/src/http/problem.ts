@@ -1,4 +1,4 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError, type LimitInfo } from '../errors.ts';
@@ -101,4 +101,21 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
     );
   }
   socket.destroy(err);
+}
+
+/**
+ * Once the app is closing, a request that still arrives (on a kept-alive
+ * connection, say) gets a 503 problem and the connection is closed, instead
+ * of fastify's own plain JSON answer (`return503OnClosing`).
+ */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close').header('retry-after', '1');
+    throw new HeraldError('shutting_down', 'this Herald process is shutting down; send the request again (to another process, or to this one once it is back)');
+  });
 }
