@@ -89,7 +89,7 @@ export function answerClientError(err: Error & { code?: string }, socket: Socket
   if (err.code === 'ECONNRESET' || socket.destroyed) return;
   const problem =
     err.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? problemOf('request_timeout', 'the request did not arrive in time; send it again, all at once')
+      ? problemOf('request_timeout', 'the request did not arrive in time; send it again')
       : err.code === 'HPE_HEADER_OVERFLOW'
         ? problemOf('headers_too_large', 'the request headers exceed what Herald accepts (16 KiB); send fewer or shorter headers')
         : problemOf('validation_failed', `request: not valid HTTP/1.1 (${err.message})`, [{ field: 'request', message: `is not valid HTTP/1.1 (${err.message})` }]);
