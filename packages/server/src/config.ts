@@ -57,6 +57,7 @@ export interface Config {
   /** How long a client has to send a whole request, headers and body; a stalled one gets 408 and is closed. */
   bodyTimeoutMs: number;
   rateLimits: RateLimits;
+  limits: AccountLimits;
   panel: PanelAuthConfig;
   dispatcher: DispatcherConfig;
   /**
@@ -115,6 +116,32 @@ export interface RateLimits {
   /** Failed authentications per client address (UnauthenticatedLimiter). */
   unauthenticatedPerMinute: number;
 }
+
+/**
+ * What one account may make Herald hold and send, so that no customer can
+ * exhaust a Herald shared with others. An event goes to at most every
+ * endpoint of its account, so the endpoint limit bounds each event's fan-out.
+ */
+export interface AccountLimits {
+  /** Endpoints one account may have. */
+  endpointsPerAccount: number;
+  /** Deliveries one batch publish may create (its events times the endpoints subscribed to each). */
+  batchDeliveries: number;
+  /** Bytes one publish may make Herald send: each event's body times the endpoints subscribed to its type, summed. */
+  fanOutBytes: number;
+}
+
+/**
+ * Far above what a big customer needs: a few endpoints is usual (Stripe allows
+ * 16, GitHub 20 per event), 500 leaves room for one per region or per tenant;
+ * a batch of 500 events to 20 endpoints each; a 1 MiB event to 64 endpoints, or
+ * a 128 KiB one to all 500.
+ */
+export const DEFAULT_LIMITS: Readonly<AccountLimits> = Object.freeze({
+  endpointsPerAccount: 500,
+  batchDeliveries: 10_000,
+  fanOutBytes: 64 * 1024 * 1024,
+});
 
 /** Where the API listens unless told otherwise; the CLI's API commands look there by default. */
 export const DEFAULT_HOST = '127.0.0.1';
@@ -238,6 +265,11 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       managementPerMinute: integer('HERALD_RATE_LIMIT', env.HERALD_RATE_LIMIT, DEFAULT_RATE_LIMITS.managementPerMinute, 0, 10_000_000),
       ingestPerMinute: integer('HERALD_INGEST_RATE_LIMIT', env.HERALD_INGEST_RATE_LIMIT, DEFAULT_RATE_LIMITS.ingestPerMinute, 0, 100_000_000),
       unauthenticatedPerMinute: integer('HERALD_UNAUTHENTICATED_RATE_LIMIT', env.HERALD_UNAUTHENTICATED_RATE_LIMIT, DEFAULT_RATE_LIMITS.unauthenticatedPerMinute, 0, 1_000_000),
+    },
+    limits: {
+      endpointsPerAccount: integer('HERALD_MAX_ENDPOINTS_PER_ACCOUNT', env.HERALD_MAX_ENDPOINTS_PER_ACCOUNT, DEFAULT_LIMITS.endpointsPerAccount, 1, 1_000_000),
+      batchDeliveries: integer('HERALD_MAX_BATCH_DELIVERIES', env.HERALD_MAX_BATCH_DELIVERIES, DEFAULT_LIMITS.batchDeliveries, 1, 100_000_000),
+      fanOutBytes: integer('HERALD_MAX_FANOUT_BYTES', env.HERALD_MAX_FANOUT_BYTES, DEFAULT_LIMITS.fanOutBytes, 1024, 1024 ** 4),
     },
     panel: {
       cookieSecure: oneOf('HERALD_COOKIE_SECURE', env.HERALD_COOKIE_SECURE, ['auto', 'always', 'never'] as const, DEFAULT_PANEL_AUTH.cookieSecure),

@@ -22,6 +22,7 @@ export const ERRORS = {
   endpoint_disabled: { status: 409, title: 'The endpoint is disabled' },
   not_subscribed: { status: 409, title: 'The endpoint does not subscribe to this event type' },
   idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used for another request' },
+  limit_exceeded: { status: 422, title: 'The request would pass one of the operator\'s limits' },
   idempotency_key_in_use: { status: 409, title: 'A request with this Idempotency-Key is still running' },
   email_in_use: { status: 409, title: 'A user with this email already exists' },
   setup_done: { status: 409, title: 'Herald is already set up' },
@@ -32,6 +33,7 @@ export const ERRORS = {
   headers_too_large: { status: 431, title: 'The request headers are too large' },
   internal_error: { status: 500, title: 'Internal error' },
   busy: { status: 503, title: 'Herald is busy' },
+  shutting_down: { status: 503, title: 'Herald is shutting down' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;
@@ -42,17 +44,25 @@ export interface FieldError {
   message: string;
 }
 
+/** For limit_exceeded: the setting that holds the limit, and its value. */
+export interface LimitInfo {
+  setting: string;
+  value: number;
+}
+
 export class HeraldError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly errors: FieldError[] | undefined;
+  readonly limit: LimitInfo | undefined;
 
-  constructor(code: ErrorCode, message: string, options: { errors?: FieldError[]; cause?: unknown } = {}) {
+  constructor(code: ErrorCode, message: string, options: { errors?: FieldError[]; limit?: LimitInfo; cause?: unknown } = {}) {
     super(message, { cause: options.cause });
     this.name = 'HeraldError';
     this.code = code;
     this.status = ERRORS[code].status;
     this.errors = options.errors;
+    this.limit = options.limit;
   }
 }
 

@@ -66,6 +66,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       validator: new SchemaValidator(),
       addresses: new AddressPolicy(config.allowedNetworks),
       passwords: new PasswordHasher(),
+      limits: config.limits,
     };
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
     const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;

@@ -12,7 +12,8 @@ import type { SetupToken } from '../core/setup-token.ts';
 import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
-import { problemOf, sendProblem, toProblem } from './problem.ts';
+import { registerInputChecks } from './input-checks.ts';
+import { problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
 import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
@@ -104,7 +105,8 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     clientErrorHandler: clientErrorHandler(bodyTimeoutMs),
     // Strict: no coercion, no silent removal of fields a user sent.
     ajv: { customOptions: { coerceTypes: false, removeAdditional: false, allErrors: true } },
-    return503OnClosing: true,
+    // refuseWhileClosing answers it as a problem, like every other error.
+    return503OnClosing: false,
     // request.ip (the sign-in throttle, the per-client rate limit, the logs) is the
     // connection's address unless it is a trusted proxy's; proxy-addr then walks
     // X-Forwarded-For from the right, past trusted hops, to the first client.
@@ -115,6 +117,8 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   // The API takes JSON only: without this, fastify's built-in text/plain parser
   // would turn a wrongly typed body into a confusing schema error instead of a 415.
   app.removeContentTypeParser('text/plain');
+  registerInputChecks(app);
+  refuseWhileClosing(app);
   if (ownAgent) app.addHook('onClose', async () => ownAgent.close());
 
   await app.register(cookie);

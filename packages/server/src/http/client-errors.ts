@@ -18,7 +18,7 @@ export function clientErrorHandler(bodyTimeoutMs: number) {
     } else if (err.code === 'HPE_HEADER_OVERFLOW') {
       problem = problemOf('headers_too_large', 'the request headers are too large; send fewer or shorter headers');
     } else {
-      problem = problemOf('validation_failed', 'the request is not valid HTTP/1.1');
+      problem = problemOf('validation_failed', `request: not valid HTTP/1.1 (${err.message})`, [{ field: 'request', message: `is not valid HTTP/1.1 (${err.message})` }]);
     }
     const response = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage;
     if (socket.writable && !response?.headersSent) {

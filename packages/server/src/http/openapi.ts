@@ -55,12 +55,17 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
     },
     // Shared schemas keep their names in components/schemas.
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => String(json.$id ?? `def-${i}`) },
-    transform: ({ schema, url, route }) => {
+    transform: ({ schema: routeSchema, url, route }) => {
+      if (!routeSchema) return { schema: routeSchema, url };
+      // Any route refuses a path or query string that is not text, and any answers 503 while
+      // Herald shuts down; any that may carry a body refuses one too large or not JSON.
+      const general = { ...problems(400, 503), ...(MUTATING.has(String(route.method)) ? problems(413, 415) : {}) };
+      const schema = { ...routeSchema, response: { ...general, ...(routeSchema.response as Record<string, unknown>) } };
       // Public routes (sign-in, setup) have no account to scope a key to.
       const isPublic = (route as { config?: { public?: boolean } }).config?.public === true;
-      if (!schema || !MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
+      if (!MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
       // A panel session's change can be refused for a missing CSRF token, on every such route.
-      const response = { ...(schema.response as Record<string, unknown>), ...problems(403) };
+      const response = { ...schema.response, ...problems(403) };
       const headers = {
         type: 'object',
         properties: {

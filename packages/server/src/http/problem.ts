@@ -1,5 +1,5 @@
-import type { FastifyError, FastifyReply, FastifyRequest } from 'fastify';
-import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError } from '../errors.ts';
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError, type LimitInfo } from '../errors.ts';
 
 /** RFC 9457 problem details, with Herald's stable `code`. */
 export interface Problem {
@@ -9,11 +9,13 @@ export interface Problem {
   code: ErrorCode;
   detail: string;
   errors?: FieldError[];
+  /** For limit_exceeded: which setting holds the limit, and its value. */
+  limit?: LimitInfo;
 }
 
-export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]): Problem {
+export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[], limit?: LimitInfo): Problem {
   const { status, title } = ERRORS[code];
-  return { type: `https://herald.dev/problems/${code}`, title, status, code, detail, ...(errors ? { errors } : {}) };
+  return { type: `https://herald.dev/problems/${code}`, title, status, code, detail, ...(errors ? { errors } : {}), ...(limit ? { limit } : {}) };
 }
 
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
@@ -48,7 +50,7 @@ function fieldErrors(validation: AjvLikeError[], context: string | undefined): F
 
 /** Maps every error to a problem; unexpected ones are logged and hidden behind a 500. */
 export function toProblem(error: unknown, request: FastifyRequest): Problem {
-  if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors);
+  if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors, error.limit);
   const fe = error as FastifyError & { validation?: AjvLikeError[]; validationContext?: string };
   if (fe.validation) {
     const errors = fieldErrors(fe.validation, fe.validationContext);
@@ -70,8 +72,26 @@ export function toProblem(error: unknown, request: FastifyRequest): Problem {
   // Any other client error fastify raises (a Content-Length that does not match
   // the body, a malformed %-escape in the path, an over-long path parameter).
   if (typeof fe.statusCode === 'number' && fe.statusCode >= 400 && fe.statusCode < 500) {
-    return problemOf('validation_failed', fe.message);
+    const field = fe.code === 'FST_ERR_CTP_INVALID_CONTENT_LENGTH' ? 'headers.content-length' : /^FST_ERR_(BAD_URL|MAX_PARAM_LENGTH|INVALID_URL)$/.test(fe.code) ? 'path' : 'request';
+    return problemOf('validation_failed', `${field}: ${fe.message}`, [{ field, message: fe.message }]);
   }
   request.log.error({ err: error }, "unhandled error");
   return problemOf('internal_error', 'Herald could not complete the request; it has been logged. Try again, and report it if it persists.');
+}
+
+/**
+ * Once the app is closing, a request that still arrives (on a kept-alive
+ * connection, say) gets a 503 problem and the connection is closed, instead
+ * of fastify's own plain JSON answer (`return503OnClosing`).
+ */
+export function refuseWhileClosing(app: FastifyInstance): void {
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  app.addHook('onRequest', async (_request, reply) => {
+    if (!closing) return;
+    reply.header('connection', 'close').header('retry-after', '1');
+    throw new HeraldError('shutting_down', 'this Herald process is shutting down; send the request again (to another process, or to this one once it is back)');
+  });
 }

@@ -26,6 +26,12 @@ const problem = {
       description: 'For validation problems: each invalid field and what is wrong with it.',
       items: { type: 'object', required: ['field', 'message'], properties: { field: { type: 'string' }, message: { type: 'string' } } },
     },
+    limit: {
+      type: 'object',
+      description: 'For limit_exceeded: the operator\u2019s setting that holds the limit, and its value.',
+      required: ['setting', 'value'],
+      properties: { setting: { type: 'string', examples: ['HERALD_MAX_ENDPOINTS_PER_ACCOUNT'] }, value: { type: 'integer' } },
+    },
   },
 } as const;
 
@@ -274,9 +280,9 @@ export function problems(...statuses: number[]): Record<string, unknown> {
     409: 'The request conflicts with the object\u2019s state, or a request with the same Idempotency-Key is still running.',
     413: 'The body is too large.',
     415: 'The body is not JSON.',
-    422: 'The Idempotency-Key was used for another request.',
+    422: 'The Idempotency-Key was used for another request, or the request would pass one of the operator\u2019s limits (`limit_exceeded`, naming the setting in `limit`).',
     429: 'Rate limit exceeded; wait for Retry-After seconds.',
-    503: 'Herald is busy (too many passwords being checked at once); try again after Retry-After seconds.',
+    503: 'Herald is shutting down (`shutting_down`: send the request again), or busy checking too many passwords at once (`busy`: try again after Retry-After seconds).',
   };
   return Object.fromEntries(
     statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', content: { 'application/problem+json': { schema: ref('Problem') } } }]),

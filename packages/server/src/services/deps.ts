@@ -1,3 +1,4 @@
+import type { AccountLimits } from '../config.ts';
 import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { PasswordHasher } from '../core/passwords.ts';
@@ -15,4 +16,6 @@ export interface ServiceDeps {
   addresses: AddressPolicy;
   /** Hashes and checks panel passwords, a few at a time (one per process). */
   passwords: PasswordHasher;
+  /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
+  limits?: AccountLimits;
 }

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { DEFAULT_LIMITS } from '../config.ts';
 import { HeraldError, invalidField } from '../errors.ts';
 import { parseEndpointUrl } from '../core/endpoint-url.ts';
 import { encryptSecret, generateSigningSecret, maskSecret } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
+import { lockAccount } from '../storage/queries/accounts.ts';
 import { getEventTypes } from '../storage/queries/event-types.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import type { ServiceDeps } from './deps.ts';
@@ -48,14 +50,27 @@ export async function createEndpoint(
   const eventTypes = await checkEventTypes(deps.db, input.event_types);
   const id = randomUUID();
   const secret = generateSigningSecret();
-  const endpoint = await q.insertEndpoint(deps.db, {
-    id,
-    accountId,
-    url,
-    description,
-    eventTypes,
-    secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
-    secretHint: maskSecret(secret),
+  const limit = (deps.limits ?? DEFAULT_LIMITS).endpointsPerAccount;
+  const endpoint = await deps.db.transaction(async (tx) => {
+    // Counted under the account's lock: two creates at once cannot both take the last place.
+    await lockAccount(tx, accountId);
+    const count = await q.countEndpoints(tx, accountId);
+    if (count >= limit) {
+      throw new HeraldError(
+        'limit_exceeded',
+        `this account has ${count} endpoints, the most one account may have (HERALD_MAX_ENDPOINTS_PER_ACCOUNT = ${limit}); delete one it no longer needs, or ask your operator to raise HERALD_MAX_ENDPOINTS_PER_ACCOUNT`,
+        { limit: { setting: 'HERALD_MAX_ENDPOINTS_PER_ACCOUNT', value: limit } },
+      );
+    }
+    return q.insertEndpoint(tx, {
+      id,
+      accountId,
+      url,
+      description,
+      eventTypes,
+      secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
+      secretHint: maskSecret(secret),
+    });
   });
   return { endpoint, secret };
 }

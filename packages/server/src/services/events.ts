@@ -2,6 +2,7 @@ import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
 import { isUuid, uuidV7 } from '../core/ids.ts';
 import { catalogTypes } from './catalog.ts';
+import { checkFanOut } from './fan-out-limits.ts';
 import { announceNewWork } from './new-work.ts';
 import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
 import { publishQueue } from './publish-queue.ts';
@@ -113,17 +114,19 @@ export async function publishEvents(
       return toPublished(row, true);
     });
   };
+  const rows = checked.map(toRow);
+  await checkFanOut(deps, accountId, rows, options);
   if (checked.length === 1) {
     // One event: nothing to undo after the insert, so it can share a
     // statement and a commit with other publishes (group commit).
-    const inserted = await publishQueue(deps.db).add(toRow(checked[0]!));
+    const inserted = await publishQueue(deps.db).add(rows[0]!);
     return answer(deps.db, new Set(inserted ? [checked[0]!.id] : []));
   }
   // A batch is all or nothing, so a conflict found after the insert must undo
   // it: its own transaction. Results keep the input order.
   let pending = 0;
   const published = await deps.db.transaction(async (tx) => {
-    const result = await insertEventsWithDeliveries(tx, checked.map(toRow));
+    const result = await insertEventsWithDeliveries(tx, rows);
     pending = result.pending;
     return answer(tx, new Set(checked.filter((e) => result.inserted.has(eventKey(accountId, e.id))).map((e) => e.id)));
   });

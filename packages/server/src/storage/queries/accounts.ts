@@ -18,3 +18,13 @@ export async function listAccounts(db: Queryable): Promise<AccountRow[]> {
 export async function getAccount(db: Queryable, id: string): Promise<AccountRow | undefined> {
   return (await db.query<AccountRow>('SELECT id, name, created_at FROM accounts WHERE id = $1', [id])).rows[0];
 }
+
+/**
+ * Locks the account's row until the transaction ends, so that checks on its
+ * count of something (its endpoints) and the insert that follows are not
+ * raced by the same request on another connection. NO KEY UPDATE: the
+ * foreign-key checks of other inserts (events, keys) are not held up.
+ */
+export async function lockAccount(db: Queryable, id: string): Promise<boolean> {
+  return (await db.query('SELECT 1 FROM accounts WHERE id = $1 FOR NO KEY UPDATE', [id])).rowCount > 0;
+}

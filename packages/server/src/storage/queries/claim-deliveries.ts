@@ -1,4 +1,5 @@
 import type { Queryable } from '../db.ts';
+import { eventKey } from './events.ts';
 
 export interface ClaimedDelivery {
   id: string;
@@ -11,6 +12,7 @@ export interface ClaimedDelivery {
   attempts_before: number;
   lease_token: number;
   type: string;
+  /** The event's envelope; every delivery of one event in a claim holds the same Buffer. */
   body: Buffer;
   url: string;
   secret_encrypted: Buffer;
@@ -35,9 +37,13 @@ export interface ClaimedDelivery {
  *   whose lease has not run out are passed over. No indexed column changes,
  *   so the update can be HOT (migration 008).
  *
+ * Each event's body comes once per claim, on the first of its deliveries
+ * (the others have NULL), and becomes one Buffer that all of them share: a
+ * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
+ *
  * The statement is the function herald_claim, from migration 006 (with the
- * notes on how it is written, and why it is a function) as migration 008
- * changed it: change it with a new migration that replaces it.
+ * notes on how it is written, and why it is a function) as migrations 008 and
+ * 011 changed it: change it with a new migration that replaces it.
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -52,12 +58,15 @@ export async function claimDeliveries(
   },
 ): Promise<ClaimedDelivery[]> {
   const busy = [...p.inFlight].filter(([, n]) => n >= p.endpointCap).map(([id]) => id);
-  const { rows } = await db.query<Omit<ClaimedDelivery, 'body'> & { body: string }>(
+  const { rows } = await db.query<Omit<ClaimedDelivery, 'body'> & { body: string | null }>(
     `SELECT * FROM herald_claim($1, $2::uuid[], $3, $4, $5::uuid[], $6::int[], $7, $8, $9)`,
     [p.now, busy, p.scan, p.endpointCap, [...p.inFlight.keys()], [...p.inFlight.values()], p.limit, p.maxAttempts, p.leaseUntil],
     { name: 'herald_claim' },
   );
-  for (const r of rows) (r as unknown as ClaimedDelivery).body = Buffer.from(r.body, 'utf8');
+  const bodies = new Map<string, Buffer>();
+  for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
+  // In place: a copy of every claimed row was garbage the moment it was made.
+  for (const r of rows) (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
   return rows as unknown as ClaimedDelivery[];
 }
 

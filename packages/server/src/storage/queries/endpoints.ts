@@ -32,6 +32,20 @@ export async function insertEndpoint(
   return rows[0]!;
 }
 
+export async function countEndpoints(db: Queryable, accountId: string): Promise<number> {
+  return (await db.query<{ n: number }>('SELECT count(*)::int AS n FROM endpoints WHERE account_id = $1', [accountId])).rows[0]!.n;
+}
+
+/** How many of the account's endpoints (enabled or not) subscribe to each of `types`; a type none subscribes to is left out. */
+export async function countSubscribers(db: Queryable, accountId: string, types: readonly string[]): Promise<Map<string, number>> {
+  const { rows } = await db.query<{ type: string; n: number }>(
+    `SELECT t.type, count(*)::int AS n FROM endpoints e CROSS JOIN LATERAL unnest(e.event_types) AS t (type)
+      WHERE e.account_id = $1 AND t.type = ANY ($2::text[]) GROUP BY t.type`,
+    [accountId, types],
+  );
+  return new Map(rows.map((r) => [r.type, r.n]));
+}
+
 export async function getEndpoint(db: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
   return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
