@@ -19,7 +19,7 @@ export interface RetrySchedule {
   capMs: number;
   /** Fraction of the nominal delay added or removed at random (0.2 = ±20 %). */
   jitter: number;
-  /** Retries after the first attempt (SPEC.md: up to 6). */
+  /** Retries after the first attempt (up to 6: part of the published contract). */
   maxRetries: number;
 }
 
@@ -34,9 +34,9 @@ export interface DispatcherConfig {
   pollMs: number;
   /** How long the recorder waits for more results before writing a small batch (0: the next turn of the event loop). */
   recordLingerMs: number;
-  /** Receiver deadline (SPEC.md: 10 s). */
+  /** Receiver deadline (10 s: part of the published contract). */
   requestTimeoutMs: number;
-  /** Consecutive failed deliveries before an endpoint is disabled (SPEC.md: 20). */
+  /** Consecutive failed deliveries before an endpoint is disabled (20: part of the published contract). */
   disableAfter: number;
   retry: RetrySchedule;
 }
@@ -149,7 +149,7 @@ export const DEFAULT_PORT = 8080;
 
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
 
-/** SPEC.md: a receiver answers within 10 seconds. Fixed: it is part of the contract. */
+/** A receiver answers within 10 seconds. Fixed: it is part of the published contract. */
 export const REQUEST_TIMEOUT_MS = 10_000;
 
 export const DEFAULT_RATE_LIMITS: Readonly<RateLimits> = Object.freeze({ managementPerMinute: 1_200, ingestPerMinute: 120_000, unauthenticatedPerMinute: 60 });
@@ -309,7 +309,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   return deepFreeze(config);
 }
 
-/** DECISIONS.md: 1 min, 5 min, 25 min, ~2 h, ~10 h, ~2 days, each ±20 %. */
+/** The published schedule: 1 min, 5 min, 25 min, ~2 h, ~10 h, ~2 days, each ±20 %. */
 export const DEFAULT_RETRY: Readonly<RetrySchedule> = Object.freeze({
   baseMs: 60_000,
   factor: 5,

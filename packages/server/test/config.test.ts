@@ -19,7 +19,7 @@ function refused(env: Record<string, string>, setting: string, flags = {}): void
 }
 
 describe('config', () => {
-  test('defaults: embedded database in ./data, port 8080, SPEC.md limits', () => {
+  test('defaults: embedded database in ./data, port 8080, the published limits', () => {
     const c = loadConfig({ env: {} });
     assert.equal(c.role, 'all');
     assert.equal(c.host, '127.0.0.1');

@@ -102,7 +102,7 @@ export function endpointNotFound(id: string): HeraldError {
 }
 
 /**
- * Replaces the signing secret. The old one is discarded (DECISIONS.md); the
+ * Replaces the signing secret. The old one is discarded; the
  * next attempt, even a retry of an older event, is signed with the new one.
  */
 export async function rotateSecret(deps: ServiceDeps, accountId: string, id: string): Promise<{ endpoint: q.EndpointRow; secret: string }> {

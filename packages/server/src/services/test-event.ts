@@ -13,7 +13,7 @@ import { ATTEMPTS_KEPT, insertAttempts, pruneAttempts, type AttemptRecord } from
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
 
-/** The type of the default test event (DECISIONS.md); receivers ignore unknown types. */
+/** The type of the default test event; receivers ignore unknown types. */
 export const TEST_EVENT_TYPE = 'webhook.test';
 
 /** How the API process sends test events: its own pool, the dispatcher's deadline. */
@@ -26,7 +26,7 @@ export interface OutboundDeps {
  * Sends one test event to an endpoint and waits for the answer (at most the
  * 10 s deadline). A test is one attempt: never retried, recorded in the
  * attempt log marked as a test, not counted toward disabling, and allowed on a
- * disabled endpoint so a fix can be checked before re-enabling (DECISIONS.md).
+ * disabled endpoint so a fix can be checked before re-enabling.
  *
  * @example
  *   const attempt = await sendTestEvent(deps, outbound, accountId, endpointId, { event_type: 'alarm.created' });
