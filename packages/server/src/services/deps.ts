@@ -2,6 +2,7 @@ import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { PasswordHasher } from '../core/passwords.ts';
 import type { SchemaValidator } from '../core/schema-validator.ts';
+import type { SetupToken } from '../core/setup-token.ts';
 import type { Db } from '../storage/db.ts';
 
 /** What the operations below need, passed in by the composition root. */
@@ -15,4 +16,6 @@ export interface ServiceDeps {
   addresses: AddressPolicy;
   /** Hashes and checks panel passwords, a few at a time (one per process). */
   passwords: PasswordHasher;
+  /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
+  setupToken?: SetupToken;
 }
