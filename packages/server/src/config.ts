@@ -1,3 +1,4 @@
+import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import { resolve } from 'node:path';
 import { parseCidr } from './core/address-policy.ts';
 import { ConfigError } from './errors.ts';
@@ -229,6 +230,18 @@ function networks(setting: string, raw: string | undefined): string[] {
   });
 }
 
+/** This machine only: `localhost`, 127.0.0.0/8 or ::1 (also written [::1], or as ::ffff:127.x). */
+function isLoopbackHost(host: string): boolean {
+  const name = host.trim().toLowerCase().replace(/^\[(.*)\]$/, '$1');
+  if (name === 'localhost') return true;
+  const loopback = new BlockList();
+  loopback.addSubnet('127.0.0.0', 8, 'ipv4');
+  loopback.addAddress('::1', 'ipv6');
+  loopback.addSubnet('::ffff:127.0.0.0', 104, 'ipv6');
+  if (isIPv4(name)) return loopback.check(name, 'ipv4');
+  return isIPv6(name) && loopback.check(name, 'ipv6');
+}
+
 /**
  * The data directory alone, for commands that need nothing else from the
  * settings (`herald listen` reads the development CA there) and should not
@@ -299,6 +312,16 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   }
   if (config.panel.sessionIdleMs > config.panel.sessionMaxMs) {
     throw new ConfigError('HERALD_SESSION_IDLE_MS', `must not exceed HERALD_SESSION_MAX_MS (${config.panel.sessionMaxMs})`);
+  }
+  // Development mode lets every tenant send to this machine's loopback
+  // services; reachable from elsewhere, any API key holder could use that to
+  // reach them (docs/decisions/0015-development-mode.md).
+  if (config.dev && !isLoopbackHost(config.host)) {
+    throw new ConfigError(
+      '--dev / HERALD_DEV',
+      `is for a developer's own machine and needs Herald to listen there only, but --host / HERALD_HOST is ${config.host}. ` +
+        'Leave HERALD_HOST unset (127.0.0.1) or set it to localhost, 127.0.0.1 or ::1; on a server, run without --dev',
+    );
   }
   if (config.databaseUrl && !config.encryptionKey) {
     throw new ConfigError(

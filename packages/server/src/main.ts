@@ -67,6 +67,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       addresses: new AddressPolicy(config.allowedNetworks),
       passwords: new PasswordHasher(),
       limits: config.limits,
+      // In deps, so `herald users create` through the admin socket spends it too.
+      setupToken: config.role !== 'worker' ? new SetupToken() : undefined,
     };
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
     const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
@@ -75,7 +77,6 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     let url: string | undefined;
     let setupLink: string | undefined;
     if (config.role !== 'worker') {
-      const setupToken = new SetupToken();
       // Test events go out from the API process, through a small pool of its own.
       const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
       app = await buildApp({
@@ -84,7 +85,6 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
         rateLimits: config.rateLimits,
         panelAuth: config.panel,
-        setupToken,
         trustedProxies: config.trustedProxies,
         maxBodyBytes: config.maxBodyBytes,
         bodyTimeoutMs: config.bodyTimeoutMs,
@@ -93,7 +93,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         panel: { root: panelDistDir },
       });
       url = await app.listen({ host: config.host, port: config.port });
-      if (await setupNeeded(storage.db)) setupLink = `${url}/setup#token=${setupToken.value}`;
+      if (await setupNeeded(storage.db)) setupLink = `${url}/setup#token=${deps.setupToken!.value}`;
+      else deps.setupToken!.spend();
       closers.push(() => app!.close(), () => agent.close());
     }
     if (!config.databaseUrl) {

@@ -146,6 +146,29 @@ describe('config', () => {
     assert.equal(loadConfig({ env: { DATABASE_URL: 'postgresql://herald@db/herald', HERALD_ENCRYPTION_KEY: KEY } }).databaseUrl, 'postgresql://herald@db/herald');
   });
 
+  test('development mode is refused unless Herald listens on this machine only', () => {
+    for (const host of ['127.0.0.1', '127.0.0.2', 'localhost', 'LOCALHOST', '::1', '[::1]', '0:0:0:0:0:0:0:1', '::ffff:127.0.0.1']) {
+      assert.equal(loadConfig({ env: { HERALD_DEV: '1', HERALD_HOST: host } }).dev, true, host);
+    }
+    assert.equal(loadConfig({ flags: { dev: true } }).host, '127.0.0.1', 'the default host is loopback');
+    for (const host of ['0.0.0.0', '::', '192.168.1.20', 'herald.example.com', 'localhost.example.com', '::ffff:10.0.0.1']) {
+      for (const args of [{ env: { HERALD_DEV: '1', HERALD_HOST: host } }, { env: {}, flags: { dev: true, host } }]) {
+        assert.throws(
+          () => loadConfig(args),
+          (err: unknown) =>
+            err instanceof ConfigError &&
+            err.setting === '--dev / HERALD_DEV' &&
+            err.message.includes(`HERALD_HOST is ${host}`) &&
+            /set it to localhost, 127\.0\.0\.1 or ::1; on a server, run without --dev/.test(err.message),
+          host,
+        );
+      }
+    }
+    // A developer's own PostgreSQL is fine.
+    const pg = loadConfig({ env: { HERALD_DEV: '1', DATABASE_URL: 'postgres://localhost/herald', HERALD_ENCRYPTION_KEY: Buffer.alloc(32, 1).toString('base64') } });
+    assert.equal(pg.dev, true);
+  });
+
   test('empty values count as unset', () => {
     const c = loadConfig({ env: { HERALD_PORT: '', DATABASE_URL: '', HERALD_ENCRYPTION_KEY: '', HERALD_ROLE: '' } });
     assert.equal(c.port, 8080);

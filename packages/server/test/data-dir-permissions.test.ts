@@ -1,6 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, lstatSync, mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { chmodSync, lstatSync, mkdirSync, mkdtempSync, readdirSync, rmSync, statSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { openStorage } from '../src/storage/open.ts';
@@ -23,17 +23,21 @@ after(() => {
   for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
 });
 
-/** Every path under `root` (itself included) whose mode is not 0700 (directories) or 0600 (the rest). */
+/** Every path under `root` (itself included; a link followed there only) that is not 0700 (directories) or 0600 (the rest). */
 function notPrivate(root: string): string[] {
   const found: string[] = [];
-  const walk = (path: string) => {
-    const stat = lstatSync(path);
+  const walk = (path: string, follow: boolean) => {
+    const stat = follow ? statSync(path) : lstatSync(path);
     const mode = stat.mode & 0o777;
     if (mode !== (stat.isDirectory() ? 0o700 : 0o600)) found.push(`${path} ${mode.toString(8)}`);
-    if (stat.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+    if (stat.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name), false);
   };
-  walk(root);
+  walk(root, true);
   return found;
+}
+
+function modeOf(path: string): string {
+  return (lstatSync(path).mode & 0o777).toString(8);
 }
 
 function countPaths(root: string): number {
@@ -75,6 +79,56 @@ describe('the data directory is private to the user Herald runs as', () => {
       assert.deepEqual(notPrivate(dir), [], 'the key, the lock and the database files alike');
     } finally {
       await again.close();
+    }
+  });
+
+  test('a data directory reached through a symbolic link is made private where it really is', async () => {
+    const target = join(tempDir(), 'disk');
+    mkdirSync(target, { mode: 0o755 });
+    const link = join(tempDir(), 'herald');
+    symlinkSync(target, link);
+    const storage = await openStorage({ dataDir: link, databaseUrl: undefined, encryptionKey: undefined });
+    try {
+      assert.ok(countPaths(join(target, 'pgdata')) > 100, 'the database is in the target');
+      assert.deepEqual(notPrivate(target), []);
+    } finally {
+      await storage.close();
+    }
+    assert.deepEqual(notPrivate(target), []);
+  });
+
+  test("only Herald's own entries are touched: another program's files and links in the directory keep their modes", async () => {
+    const dir = tempDir();
+    chmodSync(dir, 0o755);
+    mkdirSync(join(dir, 'bin'), { mode: 0o755 });
+    writeFileSync(join(dir, 'bin', 'run.sh'), '#!/bin/sh\n', { mode: 0o755 });
+    writeFileSync(join(dir, 'README'), 'shared\n', { mode: 0o644 });
+    // A link inside the database pointing out of it: never followed.
+    const outside = join(tempDir(), 'outside.txt');
+    writeFileSync(outside, 'not Herald\'s\n', { mode: 0o644 });
+    const first = await openStorage({ dataDir: dir, databaseUrl: undefined, encryptionKey: undefined });
+    await first.close();
+    symlinkSync(outside, join(dir, 'pgdata', 'link-out'));
+    chmodSync(join(dir, 'encryption.key'), 0o644);
+
+    const storage = await openStorage({ dataDir: dir, databaseUrl: undefined, encryptionKey: undefined });
+    try {
+      assert.equal(modeOf(join(dir, 'bin')), '755');
+      assert.equal(modeOf(join(dir, 'bin', 'run.sh')), '755');
+      assert.equal(modeOf(join(dir, 'README')), '644');
+      assert.equal(modeOf(outside), '644', 'a link in pgdata is not followed');
+      assert.equal(modeOf(dir), '700');
+      assert.equal(modeOf(join(dir, 'encryption.key')), '600');
+      assert.equal(modeOf(join(dir, 'herald.lock')), '600');
+      for (const entry of ['pgdata', 'encryption.key', 'herald.lock']) {
+        assert.deepEqual(
+          notPrivate(join(dir, entry)).filter((p) => !p.includes('link-out')),
+          [],
+          entry,
+        );
+      }
+    } finally {
+      await storage.close();
     }
   });
 });

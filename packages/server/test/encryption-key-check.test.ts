@@ -7,8 +7,10 @@ import { join } from 'node:path';
 import { encryptSecret, generateSigningSecret, keyFingerprint } from '../src/core/secrets.ts';
 import { ConfigError } from '../src/errors.ts';
 import { createAccount } from '../src/services/accounts.ts';
-import type { Engine } from '../src/storage/db.ts';
+import type { Db, Engine } from '../src/storage/db.ts';
 import { openStorage, type Storage } from '../src/storage/open.ts';
+import { openPglite } from '../src/storage/pglite.ts';
+import { openPostgres } from '../src/storage/postgres.ts';
 import { insertEndpoint } from '../src/storage/queries/endpoints.ts';
 import { cleanEnv, runCli } from './helpers/cli.ts';
 import { createScratchPostgres, ENGINES } from './helpers/engines.ts';
@@ -39,6 +41,16 @@ async function addEndpoint(storage: Storage): Promise<void> {
     secretEncrypted: encryptSecret(storage.encryptionKey, generateSigningSecret(), id),
     secretHint: 'whsec_abcd…',
   });
+}
+
+/** The place's database opened directly, as no Herald start would: to look at it without migrating. */
+async function peek<T>(engine: Engine, place: { dataDir: string; databaseUrl: string | undefined }, fn: (db: Db) => Promise<T>): Promise<T> {
+  const db = engine === 'pglite' ? await openPglite({ dataDir: join(place.dataDir, 'pgdata') }) : await openPostgres({ connectionString: place.databaseUrl! });
+  try {
+    return await fn(db);
+  } finally {
+    await db.close();
+  }
 }
 
 /** Refused with a ConfigError naming `setting`, and no key in the message. */
@@ -107,6 +119,34 @@ for (const engine of ENGINES) {
         await first.close();
         await assert.rejects(open(place, wrong), refusal(setting, right, wrong));
         const adopted = await open(place, right);
+        const { rows } = await adopted.db.query<{ fingerprint: Buffer }>('SELECT fingerprint FROM encryption_key');
+        assert.deepEqual(rows[0]?.fingerprint, keyFingerprint(right));
+        await adopted.close();
+      } finally {
+        await place.drop();
+      }
+    });
+
+    test('a wrong key is refused before any migration runs, so the database stays as the older Herald left it', async () => {
+      const place = await newPlace(engine);
+      try {
+        const first = await open(place, right);
+        await addEndpoint(first);
+        // As a Herald from before migration 010 left it: no fingerprint table.
+        await first.db.query('DROP TABLE encryption_key');
+        await first.db.query('DELETE FROM herald_migrations WHERE version = 10');
+        await first.close();
+
+        await assert.rejects(open(place, wrong), refusal(setting, right, wrong));
+        const schema = () =>
+          peek(engine, place, async (db) => {
+            const { rows } = await db.query<{ v: number; table: string | null }>("SELECT max(version) AS v, to_regclass('encryption_key')::text AS table FROM herald_migrations");
+            return rows[0];
+          });
+        assert.deepEqual(await schema(), { v: 9, table: null }, 'no migration was applied');
+
+        const adopted = await open(place, right);
+        assert.deepEqual(adopted.applied, [10]);
         const { rows } = await adopted.db.query<{ fingerprint: Buffer }>('SELECT fingerprint FROM encryption_key');
         assert.deepEqual(rows[0]?.fingerprint, keyFingerprint(right));
         await adopted.close();

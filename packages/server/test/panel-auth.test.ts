@@ -2,7 +2,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
 import { PasswordHasher } from '../src/core/passwords.ts';
-import { createUser } from '../src/services/users.ts';
+import { OPERATOR_OPS } from '../src/services/operator.ts';
+import { createUser, deleteUser } from '../src/services/users.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 
@@ -90,6 +91,34 @@ for (const engine of ENGINES) {
       assert.equal(missing.json.code, 'validation_failed');
       assert.deepEqual((await h.call('GET', '/v1/setup')).json, { needed: true }, 'nothing was created');
       assert.ok(!h.logs().includes(token), 'the token is not logged');
+    });
+
+    test('a user made another way (herald users create, another process) ends setup: the unused link is refused and stays dead', async () => {
+      for (const how of ['herald users create', 'another process'] as const) {
+        const fresh = await createTestHerald(engine);
+        try {
+          const setup_token = fresh.setupToken.value;
+          const made =
+            how === 'herald users create'
+              ? // What the admin socket runs for the CLI while Herald runs.
+                await OPERATOR_OPS['users.create'](fresh.deps, { account: fresh.accountId, email: 'ops@acme.example', name: 'Ops', password: first.password })
+              : await createUser(fresh.db, fresh.deps.passwords, fresh.accountId, { email: 'ops@acme.example', name: 'Ops', password: first.password });
+          const refused = await fresh.call('POST', '/v1/setup', { body: { ...first, setup_token } });
+          assert.equal(refused.status, 409, how);
+          assert.equal(refused.json.code, 'setup_done');
+          assert.equal(fresh.setupToken.matches(setup_token), false, `${how}: spent`);
+
+          // Every user deleted later: the link printed before any user existed still opens nothing.
+          await deleteUser(fresh.db, (made as { id: string }).id);
+          assert.deepEqual((await fresh.call('GET', '/v1/setup')).json, { needed: true });
+          const later = await fresh.call('POST', '/v1/setup', { body: { ...first, setup_token } });
+          assert.equal(later.status, 403, how);
+          assert.equal(later.json.code, 'setup_token_invalid');
+          assert.equal((await fresh.db.query('SELECT 1 FROM users')).rows.length, 0, 'no user was made');
+        } finally {
+          await fresh.close();
+        }
+      }
     });
 
     test('setup creates the account and its first user and signs in; only once, even when two race', async () => {

@@ -3,6 +3,7 @@ import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { PasswordHasher } from '../core/passwords.ts';
 import type { SchemaValidator } from '../core/schema-validator.ts';
+import type { SetupToken } from '../core/setup-token.ts';
 import type { Db } from '../storage/db.ts';
 
 /** What the operations below need, passed in by the composition root. */
@@ -18,4 +19,6 @@ export interface ServiceDeps {
   passwords: PasswordHasher;
   /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
   limits?: AccountLimits;
+  /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
+  setupToken?: SetupToken;
 }

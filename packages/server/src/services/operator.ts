@@ -46,6 +46,8 @@ export const OPERATOR_OPS = {
   'users.create': async (deps: ServiceDeps, args: Args) => {
     const generated = args.password === undefined ? generatePassword() : undefined;
     const user = await createUser(deps.db, deps.passwords, String(args.account ?? ''), { email: args.email, name: args.name, password: generated ?? args.password });
+    // Herald has a user now: the setup link it printed must not reopen setup, even if every user is deleted later.
+    deps.setupToken?.spend();
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
   'users.list': async (deps: ServiceDeps, args: Args) =>

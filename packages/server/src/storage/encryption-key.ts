@@ -16,7 +16,7 @@ export interface KeySource {
   create?: () => Buffer;
 }
 
-/** The embedded engine's key file, read if it is there; created only when `settleEncryptionKey` allows it. */
+/** The embedded engine's key file, read if it is there; created only when `checkEncryptionKey` allows it. */
 export function embeddedKeySource(dataDir: string): KeySource {
   const path = join(dataDir, 'encryption.key');
   let text: string | undefined;
@@ -46,44 +46,57 @@ function restoreHint(source: KeySource): string {
 
 const NO_RECOVERY = 'without that key the signing secrets cannot be decrypted, and Herald will not replace it (README, "The encryption key")';
 
+function refusals(source: KeySource): { wrong: () => ConfigError; missing: () => ConfigError } {
+  return {
+    wrong: () => new ConfigError(source.setting, `is not the key this database's signing secrets are encrypted under. ${restoreHint(source)}; ${NO_RECOVERY}`),
+    missing: () => new ConfigError(source.setting, `is missing, but this database holds data encrypted under its key. ${restoreHint(source)}; ${NO_RECOVERY}`),
+  };
+}
+
 /**
  * Returns the operator key after making sure it is the one the database's
  * signing secrets are encrypted under, and refuses to start otherwise:
  *
  * - a recorded fingerprint must match the key given;
  * - without one (a new database, or one from before fingerprints), a sealed
- *   secret, if there is any, must decrypt under the key; then its fingerprint
- *   is recorded;
+ *   secret, if there is any, must decrypt under the key;
  * - a key is generated only for a database with neither a fingerprint nor a
  *   secret, so a lost key file is never silently replaced.
  *
+ * It runs before migrations and writes nothing to the database: a refused key
+ * leaves the schema as it was, so the Herald that ran it can still open it.
+ * Before migration 010 there is no fingerprint table, and the stored secret
+ * alone decides. `recordEncryptionKey` records the fingerprint after migrating.
  * Errors name the setting or file to fix and never contain a key.
  */
-export async function settleEncryptionKey(db: Queryable, source: KeySource): Promise<Buffer> {
-  const wrong = () =>
-    new ConfigError(source.setting, `is not the key this database's signing secrets are encrypted under. ${restoreHint(source)}; ${NO_RECOVERY}`);
-  const missing = () =>
-    new ConfigError(source.setting, `is missing, but this database holds data encrypted under its key. ${restoreHint(source)}; ${NO_RECOVERY}`);
-
+export async function checkEncryptionKey(db: Queryable, source: KeySource): Promise<Buffer> {
+  const { wrong, missing } = refusals(source);
   const recorded = await getKeyFingerprint(db);
   if (recorded) {
     if (!source.key) throw missing();
     if (!hashesEqual(keyFingerprint(source.key), recorded)) throw wrong();
     return source.key;
   }
-  let key = source.key;
   const sealed = await anySealedSecret(db);
   if (sealed) {
-    if (!key) throw missing();
+    if (!source.key) throw missing();
     try {
-      decryptSecret(key, sealed.secret_encrypted, sealed.id);
+      decryptSecret(source.key, sealed.secret_encrypted, sealed.id);
     } catch {
       throw wrong();
     }
   }
-  key ??= source.create?.();
+  const key = source.key ?? source.create?.();
   if (!key) throw missing();
-  // Another process may have recorded its key first; it has to be this one.
-  if (!hashesEqual(await recordKeyFingerprint(db, keyFingerprint(key)), keyFingerprint(key))) throw wrong();
   return key;
+}
+
+/**
+ * Records the fingerprint of a key `checkEncryptionKey` accepted, once the
+ * schema has its table. Another process may have recorded its key first
+ * (two starting on a new database); then it has to be this one.
+ */
+export async function recordEncryptionKey(db: Queryable, key: Buffer, source: KeySource): Promise<void> {
+  const fingerprint = keyFingerprint(key);
+  if (!hashesEqual(await recordKeyFingerprint(db, fingerprint), fingerprint)) throw refusals(source).wrong();
 }

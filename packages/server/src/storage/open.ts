@@ -3,7 +3,7 @@ import type { Config } from '../config.ts';
 import { BUILTIN_EVENT_TYPES } from '../core/event-types.ts';
 import type { Db } from './db.ts';
 import { acquireDataDirLock } from './data-dir-lock.ts';
-import { embeddedKeySource, settleEncryptionKey } from './encryption-key.ts';
+import { checkEncryptionKey, embeddedKeySource, type KeySource, recordEncryptionKey } from './encryption-key.ts';
 import { assertSchemaKnown, migrate } from './migrate.ts';
 import { openPglite } from './pglite.ts';
 import { openPostgres } from './postgres.ts';
@@ -28,8 +28,19 @@ export async function prepareDatabase(db: Db): Promise<number[]> {
 }
 
 /**
- * Opens the configured engine, brings its schema up to date and settles the
- * operator key: PostgreSQL when DATABASE_URL is set, with HERALD_ENCRYPTION_KEY;
+ * The key first: a key that is refused leaves the database exactly as it was,
+ * schema included, so the operator can still go back to the Herald that ran it.
+ */
+async function openDatabase(db: Db, source: KeySource): Promise<{ encryptionKey: Buffer; applied: number[] }> {
+  const encryptionKey = await checkEncryptionKey(db, source);
+  const applied = await prepareDatabase(db);
+  await recordEncryptionKey(db, encryptionKey, source);
+  return { encryptionKey, applied };
+}
+
+/**
+ * Opens the configured engine, checks the operator key, then brings the schema
+ * up to date: PostgreSQL when DATABASE_URL is set, with HERALD_ENCRYPTION_KEY;
  * else PGlite in `<dataDir>/pgdata`, locked against a second process and
  * private to the user Herald runs as, its key in `<dataDir>/encryption.key`
  * (generated, mode 0600, for a new database) unless HERALD_ENCRYPTION_KEY is set.
@@ -38,8 +49,7 @@ export async function openStorage(config: Pick<Config, 'databaseUrl' | 'dataDir'
   if (config.databaseUrl) {
     const db = await openPostgres({ connectionString: config.databaseUrl, max: options.poolSize });
     try {
-      const applied = await prepareDatabase(db);
-      const encryptionKey = await settleEncryptionKey(db, { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' });
+      const { encryptionKey, applied } = await openDatabase(db, { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' });
       return { db, encryptionKey, applied, close: () => db.close() };
     } catch (err) {
       await db.close();
@@ -53,8 +63,7 @@ export async function openStorage(config: Pick<Config, 'databaseUrl' | 'dataDir'
     makeDirPrivate(dataDir);
     const source = config.encryptionKey ? { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' } : embeddedKeySource(dataDir);
     db = await openPglite({ dataDir: join(dataDir, 'pgdata') });
-    const applied = await prepareDatabase(db);
-    const encryptionKey = await settleEncryptionKey(db, source);
+    const { encryptionKey, applied } = await openDatabase(db, source);
     // PGlite has unpacked or rewritten files with modes of its own by now.
     makeDirPrivate(dataDir);
     const opened = db;

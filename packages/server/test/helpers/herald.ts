@@ -82,12 +82,20 @@ export async function createTestHerald(
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
-  const deps: ServiceDeps = { db, encryptionKey: TEST_KEY, clock: clock.now, validator: new SchemaValidator(), addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords ?? new PasswordHasher() };
+  const setupToken = new SetupToken();
+  const deps: ServiceDeps = {
+    db,
+    encryptionKey: TEST_KEY,
+    clock: clock.now,
+    validator: new SchemaValidator(),
+    addresses: options.addresses ?? TEST_ADDRESSES,
+    passwords: options.passwords ?? new PasswordHasher(),
+    setupToken,
+  };
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
-  const setupToken = new SetupToken();
   const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
   const app = await buildApp({
     ...deps,

@@ -79,7 +79,12 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
         },
       },
     },
-    async () => ({ needed: await setupNeeded(deps.db) }),
+    async () => {
+      const needed = await setupNeeded(deps.db);
+      // A user exists (made by setup, `herald users create` or another process): the printed link is dead for good.
+      if (!needed) deps.setupToken?.spend();
+      return { needed };
+    },
   );
 
   app.post<{ Body: { account_name: string; name: string; email: string; password: string; setup_token?: string } }>(
@@ -109,7 +114,10 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
       },
     },
     async (req, reply) => {
-      if (!(await setupNeeded(deps.db))) throw setupDone();
+      if (!(await setupNeeded(deps.db))) {
+        deps.setupToken?.spend();
+        throw setupDone();
+      }
       checkSetupToken(deps.setupToken, req.body.setup_token);
       const { setup_token: _, ...input } = req.body;
       const user = await setupFirstUser(deps.db, deps.passwords, input);
