@@ -14,6 +14,7 @@ import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { problemOf, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
+import { clientKey } from '../core/client-key.ts';
 import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
@@ -149,7 +150,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     const rateLimits = options.rateLimits ?? DEFAULT_RATE_LIMITS;
     v1.addHook('onRequest', authHook(options, panelAuth, new UnauthenticatedLimiter(rateLimits.unauthenticatedPerMinute)));
     await registerRateLimits(v1, rateLimits, (req) =>
-      !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
+      !req.principal ? `ip:${clientKey(req.ip)}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
     );
     sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter, setupToken: options.setupToken });
     idempotency(v1, options);
