@@ -6,9 +6,9 @@ import { clientKey } from '../core/client-key.ts';
  *
  * - A flood of unauthenticated requests does not cost a database query
  *   each. Past `perMinute` failures in a minute, a request with no
- *   credential or a malformed one, or with a credential that failed in the
- *   last minute or is being checked right now, gets 429 with Retry-After
- *   before any lookup.
+ *   credential, a malformed one, or one that failed in the last minute gets
+ *   429 with Retry-After before any lookup; requests with one credential
+ *   sent at once wait for a single lookup of it.
  * - A valid credential keeps working from a limited address, which many
  *   clients may share (a NAT, a proxy without HERALD_TRUSTED_PROXIES). A
  *   well-formed API key or session token that has not failed still gets its
@@ -19,9 +19,8 @@ import { clientKey } from '../core/client-key.ts';
  * The price of the second promise: a flood of distinct well-formed keys
  * costs one lookup each (by the key's indexed prefix, as any API request
  * does); guessing a key that way is hopeless (its secret is 192 bits).
- * Repeats of a failed credential cost nothing: for a minute they
- * fail again without a lookup (401, or 429 once the client is limited), and a limited client's requests with one
- * credential at once wait for one lookup.
+ * Repeats of a failed credential cost nothing: for a minute they fail again
+ * without a lookup (401, or 429 once the client is limited).
  *
  * A try is counted before its lookup (`admit`), so requests running at
  * once cannot all slip under the limit; a success gives back its own try
@@ -49,7 +48,7 @@ export type Admission =
   | { action: 'fail' }
   /** The same credential is being checked for a limited client: ask again once that check is done. */
   | { action: 'after'; checked: Promise<void> }
-  /** Look the credential up, then report with `failed` or `release`. */
+  /** Look the credential up, then report with `failed`, `accepted` or `release`. */
   | { action: 'check'; ticket: Ticket };
 
 /** One request's reserved try. */
