@@ -30,7 +30,7 @@ import { TLS } from './helpers/tls.ts';
 
 const PUBLIC_ONLY = AddressPolicy.PUBLIC_ONLY;
 const ALLOW_EVERYTHING = new AddressPolicy(['0.0.0.0/0', '::/0']);
-const REFUSAL = /(,| is) an? [^;]+ address; Herald delivers only to public addresses unless its operator allows that network \(HERALD_ALLOWED_NETWORKS\)$/;
+const REFUSAL = /(,| is| to) an? [^;]+ address( \([^)]+\))?; Herald delivers only to public addresses unless its operator allows that network \(HERALD_ALLOWED_NETWORKS\)$/;
 
 /** A resolver from a table; a name not in it is not found (nothing falls through to DNS). */
 function testResolver(table: Record<string, string[]>): ResolveHost {
@@ -197,7 +197,9 @@ describe('names resolved to every non-public range are refused at the lookup the
         const { err, addresses } = await lookUp(resolve, PUBLIC_ONLY, name, all);
         assert.deepEqual(addresses, [], name);
         assert.equal(err?.code, 'HERALD_ADDRESS_REFUSED', name);
-        assert.ok(err!.message.startsWith(`${name} resolves to ${ip}, `), err!.message);
+        assert.ok(err!.message.startsWith(`${name} resolves to a`), err!.message);
+        // The kind of address, never which: that would read the operator's internal DNS to a tenant.
+        assert.ok(!err!.message.includes(ip), err!.message);
         assert.match(err!.message, REFUSAL);
         assert.equal(describeTransportError(err, 10_000, { aborted: false, timedOut: false }).kind, 'address_refused', name);
       }
@@ -205,7 +207,7 @@ describe('names resolved to every non-public range are refused at the lookup the
     const nat64 = await lookUp(resolve, PUBLIC_ONLY, 'nat64-metadata.test', true);
     assert.equal(
       nat64.err?.message,
-      'nat64-metadata.test resolves to 64:ff9b::a9fe:a9fe, which leads to 169.254.169.254 (NAT64), a link-local (cloud metadata) address; Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)',
+      'nat64-metadata.test resolves to an address that leads to a link-local (cloud metadata) address (NAT64); Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)',
     );
   });
 
@@ -342,13 +344,13 @@ const REFUSED_URLS: Array<[string, string?]> = [
   ['https://[100::1]/', 'discard-only'],
   ['https://[4000::1]/', 'reserved (not global unicast)'],
   // localhost, however written.
-  ['https://localhost/', 'localhost resolves to 127.0.0.1, a loopback address'],
+  ['https://localhost/', 'localhost resolves to a loopback address'],
   ['https://LOCALHOST/'],
   ['https://localhost./'],
   ['https://LocalHost.:8443/'],
-  ['https://api.localhost/', 'api.localhost resolves to 127.0.0.1'],
+  ['https://api.localhost/', 'api.localhost resolves to a loopback address'],
   ['https://a.b.LOCALHOST./'],
-  ['https://%6c%6fcalhost/', 'localhost resolves to 127.0.0.1'],
+  ['https://%6c%6fcalhost/', 'localhost resolves to a loopback address'],
   ['https://ⓛocalhost/'],
   // A user name in front of an address: refused (for the user name, and the address is private anyway).
   ['https://example.com@127.0.0.1/'],
@@ -476,7 +478,7 @@ for (const engine of ENGINES) {
       const pairs = [
         ['[::ffff:127.0.0.1]', '::ffff:7f00:1 leads to 127.0.0.1 (IPv4-mapped), a loopback address'],
         ['127.0.0.1', '127.0.0.1 is a loopback address'],
-        ['mapped.test', 'mapped.test resolves to ::ffff:127.0.0.1, which leads to 127.0.0.1 (IPv4-mapped), a loopback address'],
+        ['mapped.test', 'mapped.test resolves to an address that leads to a loopback address (IPv4-mapped)'],
       ];
       for (const [host, says] of pairs) {
         const errors: string[] = [];

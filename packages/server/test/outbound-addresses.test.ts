@@ -81,8 +81,8 @@ for (const engine of ENGINES) {
     test('an endpoint at a private, loopback or metadata address is refused when saved, saying why and what the operator can do', async () => {
       for (const [url, says] of [
         ['https://127.0.0.1/hooks', '127.0.0.1 is a loopback address'],
-        ['https://localhost:8443/hooks', 'localhost resolves to 127.0.0.1, a loopback address'],
-        ['https://api.localhost/hooks', 'api.localhost resolves to 127.0.0.1, a loopback address'],
+        ['https://localhost:8443/hooks', 'localhost resolves to a loopback address'],
+        ['https://api.localhost/hooks', 'api.localhost resolves to a loopback address'],
         ['https://[::1]/hooks', '::1 is a loopback address'],
         ['https://10.0.0.5:9200/', '10.0.0.5 is a private address'],
         ['https://169.254.169.254/latest/meta-data/', '169.254.169.254 is a link-local (cloud metadata) address'],
@@ -123,7 +123,7 @@ for (const engine of ENGINES) {
       const tested = await h.api('POST', `/v1/endpoints/${byName.endpoint.id}/test`, {});
       assert.equal(tested.status, 200);
       assert.equal(tested.json.status_code, null);
-      assert.match(tested.json.error, /^localhost resolves to 127\.0\.0\.1, a loopback address; Herald delivers only to public addresses/);
+      assert.match(tested.json.error, /^localhost resolves to a loopback address; Herald delivers only to public addresses/);
 
       const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
       assert.equal(event.status, 202);
@@ -136,7 +136,7 @@ for (const engine of ENGINES) {
       const log = await h.api('GET', `/v1/endpoints/${byName.endpoint.id}/attempts`);
       const delivery = log.json.data.find((a: { is_test: boolean }) => !a.is_test);
       assert.equal(delivery.outcome, 'failed');
-      assert.match(delivery.error, /^localhost resolves to 127\.0\.0\.1, a loopback address; Herald delivers only to public addresses unless its operator allows that network \(HERALD_ALLOWED_NETWORKS\)$/);
+      assert.match(delivery.error, /^localhost resolves to a loopback address; Herald delivers only to public addresses unless its operator allows that network \(HERALD_ALLOWED_NETWORKS\)$/);
       const logIp = await h.api('GET', `/v1/endpoints/${byIp.endpoint.id}/attempts`);
       assert.equal(logIp.json.data[0].outcome, 'failed');
       assert.match(logIp.json.data[0].error, /^127\.0\.0\.1 is a loopback address; Herald delivers only to public addresses/);

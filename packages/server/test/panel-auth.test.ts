@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
 import { PasswordHasher } from '../src/core/passwords.ts';
+import { LoginLimiter } from '../src/http/login-limiter.ts';
 import { OPERATOR_OPS } from '../src/services/operator.ts';
 import { createUser, deleteUser } from '../src/services/users.ts';
 import { ENGINES } from './helpers/engines.ts';
@@ -380,6 +381,68 @@ for (const engine of ENGINES) {
       assert.doesNotMatch(JSON.stringify(res.json), /scrypt|password/);
       const stored = (await h.db.query<{ token_hash: Buffer }>('SELECT token_hash FROM sessions')).rows;
       assert.ok(stored.every((s) => !s.token_hash.toString('utf8').includes(token)), 'only a hash of the token is stored');
+    });
+  });
+
+  describe(`the sign-in limit per client [${engine}]`, () => {
+    const PROXY = '10.0.0.1';
+    const WINDOW = 15 * 60_000;
+    /** A hasher that can hold the right password's check until released, to drive a sign-in across a window's end. */
+    class HeldHasher extends PasswordHasher {
+      private gate: { arrived: () => void; opened: Promise<void> } | undefined;
+      hold(): { reached: Promise<void>; release: () => void } {
+        let arrived!: () => void;
+        let release!: () => void;
+        const reached = new Promise<void>((resolve) => (arrived = resolve));
+        this.gate = { arrived, opened: new Promise<void>((resolve) => (release = resolve)) };
+        return { reached, release };
+      }
+      override async verify(password: string, stored: string): Promise<boolean> {
+        const gate = this.gate;
+        if (gate && password === first.password) {
+          this.gate = undefined;
+          gate.arrived();
+          await gate.opened;
+        }
+        return super.verify(password, stored);
+      }
+    }
+    let h: TestHerald;
+    let hasher: HeldHasher;
+    const signIn = (email: string, password: string, remoteAddress: string, headers: Record<string, string> = {}) =>
+      h.call('POST', '/v1/session', { body: { email, password }, remoteAddress, headers });
+
+    before(async () => {
+      hasher = new HeldHasher();
+      h = await createTestHerald(engine, { passwords: hasher, trustedProxies: [PROXY], loginLimiter: new LoginLimiter({ windowMs: WINDOW, perAddressAndEmail: 10, perAddress: 3 }) });
+      await createUser(h.db, h.deps.passwords, h.accountId, { email: first.email, name: first.name, password: first.password });
+    });
+    after(() => h.close());
+
+    test("a tenant's own sign-ins give back no guesses at other users' passwords, even across a window's end", async () => {
+      const tenant = '198.51.100.50';
+      const held = hasher.hold();
+      const own = signIn(first.email, first.password, tenant);
+      await held.reached;
+      // The own sign-in's try was held in a window that now ends; a new one starts with 3 guesses.
+      h.clock.advance(WINDOW);
+      for (let i = 0; i < 3; i++) assert.equal((await signIn(`victim${i}@globex.example`, 'Summer2026!!', tenant)).status, 401);
+      held.release();
+      assert.equal((await own).status, 200);
+      assert.equal((await signIn('victim9@globex.example', 'Summer2026!!', tenant)).status, 429, 'the success gave back no try of the new window');
+      // Interleaved successes within a window never lower the count of failures either.
+      assert.equal((await signIn(first.email, first.password, tenant)).status, 429);
+    });
+
+    test('an IPv6 host is its /64, and a port the proxy appends is not a new client', async () => {
+      for (let i = 1; i <= 3; i++) assert.equal((await signIn('victim@globex.example', `guess ${i}`, `2001:db8:5:6::${i}`)).status, 401);
+      assert.equal((await signIn('victim@globex.example', 'guess 4', '2001:db8:5:6::99')).status, 429);
+      assert.equal((await signIn(first.email, first.password, '2001:db8:5:7::1')).status, 200, 'another /64 signs in');
+
+      const via = (forwarded: string, password: string) => signIn('victim@globex.example', password, PROXY, { 'x-forwarded-for': forwarded });
+      for (let i = 1; i <= 3; i++) assert.equal((await via(`203.0.113.10:${5000 + i}`, `guess ${i}`)).status, 401);
+      assert.equal((await via('203.0.113.10:6000', 'guess 4')).status, 429);
+      assert.equal((await via('[::ffff:203.0.113.10]:6001', 'guess 5')).status, 429);
     });
   });
 

@@ -114,16 +114,21 @@ export function isLocalHostName(hostname: string): boolean {
 
 /**
  * The sentence for a refused address, shown in the attempt log and in API
- * errors. It names the host and the address, never the port: nothing was
- * connected to, so it is the same whether anything listens there.
+ * errors. It never names the port: nothing was connected to, so it is the
+ * same whether anything listens there. For an address the customer wrote
+ * it shows that address; for a host name only the kind of address it
+ * resolves to, not which: a tenant could otherwise read the operator's
+ * internal DNS (db.internal → 10.1.2.3) one test send at a time.
  */
 export function refusedAddressMessage(host: string, ip: string, verdict: AddressVerdict): string {
   const address = unbracket(ip);
   const kind = verdict.kind ?? 'special';
-  const leadsTo = verdict.embedded ? ` leads to ${verdict.embedded.ipv4} (${verdict.embedded.via}),` : '';
-  const subject =
-    unbracket(host) === address
-      ? leadsTo ? `${address}${leadsTo}` : `${address} is`
-      : leadsTo ? `${host} resolves to ${address}, which${leadsTo}` : `${host} resolves to ${address},`;
-  return `${subject} ${/^(?!uni)[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind} address; Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)`;
+  const aKind = `${/^(?!uni)[aeiou]/i.test(kind) ? 'an' : 'a'} ${kind} address`;
+  const unless = 'Herald delivers only to public addresses unless its operator allows that network (HERALD_ALLOWED_NETWORKS)';
+  if (unbracket(host) !== address) {
+    const leadsTo = verdict.embedded ? `an address that leads to ${aKind} (${verdict.embedded.via})` : aKind;
+    return `${host} resolves to ${leadsTo}; ${unless}`;
+  }
+  const subject = verdict.embedded ? `${address} leads to ${verdict.embedded.ipv4} (${verdict.embedded.via}),` : `${address} is`;
+  return `${subject} ${aKind}; ${unless}`;
 }

@@ -15,6 +15,7 @@ import { panelRoutes, type PanelOptions } from './panel.ts';
 import { registerInputChecks } from './input-checks.ts';
 import { problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
 import { registerRateLimits } from './rate-limit.ts';
+import { clientKey } from '../core/client-key.ts';
 import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
@@ -153,7 +154,7 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
     const rateLimits = options.rateLimits ?? DEFAULT_RATE_LIMITS;
     v1.addHook('onRequest', authHook(options, panelAuth, new UnauthenticatedLimiter(rateLimits.unauthenticatedPerMinute)));
     await registerRateLimits(v1, rateLimits, (req) =>
-      !req.principal ? `ip:${req.ip}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
+      !req.principal ? `ip:${clientKey(req.ip)}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
     );
     sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter, setupToken: options.setupToken });
     idempotency(v1, options);

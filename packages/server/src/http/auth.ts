@@ -95,41 +95,63 @@ export async function requestSession(request: FastifyRequest, deps: ServiceDeps,
 /**
  * Authenticates every /v1 request but the public ones: an API key in
  * `Authorization` (it wins when both are sent), or the panel's session cookie.
- * An address with too many failures is refused before any lookup, unless its
- * credential was accepted recently (UnauthenticatedLimiter).
+ * Failures are limited per client before any lookup (UnauthenticatedLimiter),
+ * without refusing a well-formed credential for someone else's failures.
  */
 export function authHook(deps: ServiceDeps, panel: PanelAuthConfig, limiter: UnauthenticatedLimiter) {
   return async (request: FastifyRequest, reply: FastifyReply): Promise<void> => {
     if (request.routeOptions.config.public) return;
-    const now = deps.clock().getTime();
     const credential = credentialOf(request);
-    const wait = limiter.retryAfter(request.ip, now);
-    if (wait > 0 && !(credential && limiter.wasAccepted(credential, now))) {
-      reply.header('retry-after', String(wait));
+    let admission = limiter.admit(request.ip, credential, deps.clock().getTime());
+    while (admission.action === 'after') {
+      await admission.checked;
+      admission = limiter.admit(request.ip, credential, deps.clock().getTime());
+    }
+    if (admission.action === 'wait') {
+      reply.header('retry-after', String(admission.seconds));
       throw new HeraldError(
         'rate_limited',
-        `more than ${limiter.perMinute} requests a minute from this address had no valid credentials; retry in ${wait} s with a valid API key or panel session (the operator sets this limit with HERALD_UNAUTHENTICATED_RATE_LIMIT)`,
+        `more than ${limiter.perMinute} requests a minute from this address had no valid credentials; retry in ${admission.seconds} s with a valid API key or panel session (the operator sets this limit with HERALD_UNAUTHENTICATED_RATE_LIMIT)`,
       );
     }
+    if (admission.action === 'fail') throw unauthorized(request);
+    const { ticket } = admission;
     try {
       await identify(request, deps, panel);
     } catch (err) {
-      if (err instanceof HeraldError && err.code === 'unauthorized') limiter.failed(request.ip, now);
+      if (err instanceof HeraldError && err.code === 'unauthorized') limiter.failed(ticket, deps.clock().getTime());
+      else limiter.release(ticket);
       throw err;
     }
-    if (credential) limiter.accept(credential, now);
+    limiter.accepted(ticket, deps.clock().getTime());
   };
 }
 
-/** What names a credential without revealing it: an API key's prefix, a hash of a session token. */
+/** A session token as Herald makes them: 32 random bytes, base64url. Anything else is refused without a lookup. */
+const SESSION_TOKEN = /^[A-Za-z0-9_-]{43}$/;
+
+/**
+ * What names a well-formed credential without revealing it (a hash of the
+ * whole key or token, so that failures with someone's key prefix never
+ * count against the key itself); undefined without one, or for a malformed one.
+ */
 function credentialOf(request: FastifyRequest): string | undefined {
+  const hash = (text: string) => createHash('sha256').update(text).digest('base64url');
   if (request.headers.authorization !== undefined) {
     const key = bearerToken(request.headers.authorization);
-    const prefix = key ? apiKeyPrefix(key) : undefined;
-    return prefix ? `key:${prefix}` : undefined;
+    return key && apiKeyPrefix(key) ? `key:${hash(key)}` : undefined;
   }
   const token = sessionToken(request);
-  return token ? `session:${createHash('sha256').update(token).digest('base64url')}` : undefined;
+  return token && SESSION_TOKEN.test(token) ? `session:${hash(token)}` : undefined;
+}
+
+function unauthorized(request: FastifyRequest): HeraldError {
+  return new HeraldError(
+    'unauthorized',
+    sessionToken(request) && request.headers.authorization === undefined
+      ? 'your panel session has ended (signed out, idle too long or expired); sign in again'
+      : UNAUTHORIZED_DETAIL,
+  );
 }
 
 async function identify(request: FastifyRequest, deps: ServiceDeps, panel: PanelAuthConfig): Promise<void> {
@@ -145,10 +167,5 @@ async function identify(request: FastifyRequest, deps: ServiceDeps, panel: Panel
     request.principal = { kind: 'session', userId: found.session.user_id, sessionId: found.session.session_id };
     return;
   }
-  throw new HeraldError(
-    'unauthorized',
-    sessionToken(request)
-      ? 'your panel session has ended (signed out, idle too long or expired); sign in again'
-      : UNAUTHORIZED_DETAIL,
-  );
+  throw unauthorized(request);
 }

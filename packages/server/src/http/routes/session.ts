@@ -149,20 +149,21 @@ export function sessionRoutes(app: FastifyInstance, deps: SessionRouteDeps): voi
     async (req, reply) => {
       const now = deps.clock().getTime();
       // Counted as a failure before the password is checked: sign-ins running at once cannot pass the limit.
-      const wait = limiter.reserve(req.ip, req.body.email, now);
-      if (wait > 0) {
-        reply.header('retry-after', String(wait));
-        throw new HeraldError('rate_limited', `too many failed sign-ins from this address; wait ${wait} s and try again, or ask your operator to reset the password (herald users set-password)`);
+      const reserved = limiter.reserve(req.ip, req.body.email, now);
+      if ('wait' in reserved) {
+        reply.header('retry-after', String(reserved.wait));
+        throw new HeraldError('rate_limited', `too many failed sign-ins from this address; wait ${reserved.wait} s and try again, or ask your operator to reset the password (herald users set-password)`);
       }
       let user: UserRow;
       try {
         user = await checkCredentials(deps.db, deps.passwords, req.body.email, req.body.password);
       } catch (err) {
-        // A wrong password stays counted; one never checked (Herald busy) does not.
-        if (!(err instanceof HeraldError && err.code === 'invalid_credentials')) limiter.refund(req.ip, req.body.email, now);
+        // A wrong password counts as a failure; one never checked (Herald busy) does not.
+        if (err instanceof HeraldError && err.code === 'invalid_credentials') limiter.failed(reserved.ticket);
+        else limiter.refund(reserved.ticket);
         throw err;
       }
-      limiter.succeeded(req.ip, req.body.email, now);
+      limiter.succeeded(reserved.ticket);
       // A new sign-in replaces the session this browser had: no fixation.
       const previousToken = sessionToken(req);
       const previous = previousToken && (await findSession(deps.db, previousToken, deps.clock(), deps.panelAuth));
