@@ -1,4 +1,9 @@
 import type { Db, Queryable } from '../db.ts';
+
+/** An endpoint's origin (scheme, host, port) as the scheduler groups endpoints that share connections. */
+export function originOf(url: string): string {
+  return new URL(url).origin;
+}
 import { pageOfTable, type PageAfter } from './paging.ts';
 
 export interface EndpointRow {
@@ -25,9 +30,9 @@ export async function insertEndpoint(
   e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; secretEncrypted: Buffer; secretHint: string },
 ): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (id, account_id, url, description, event_types, secret_encrypted, secret_hint)
-     VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint],
+    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, secret_encrypted, secret_hint)
+     VALUES ($1, $2, $3, $8, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
+    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url)],
   );
   return rows[0]!;
 }
@@ -66,10 +71,10 @@ export async function updateEndpoint(
   patch: { url?: string; description?: string; eventTypes?: string[] },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE endpoints SET url = COALESCE($3, url), description = COALESCE($4, description),
+    `UPDATE endpoints SET url = COALESCE($3, url), origin = COALESCE($6, origin), description = COALESCE($4, description),
         event_types = COALESCE($5, event_types), updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [accountId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null],
+    [accountId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.url === undefined ? null : originOf(patch.url)],
   );
   return rows[0];
 }
