@@ -57,6 +57,10 @@ export interface Config {
   maxBodyBytes: number;
   /** How long a client has to send a whole request, headers and body; a stalled one gets 408 and is closed. */
   bodyTimeoutMs: number;
+  /** The longest a PostgreSQL query (or opening a connection) may take; past it the query fails and its connection is closed. */
+  databaseTimeoutMs: number;
+  /** The longest a stop (SIGTERM, SIGINT) takes; past it Herald exits with what is left unwritten. */
+  shutdownTimeoutMs: number;
   rateLimits: RateLimits;
   limits: AccountLimits;
   panel: PanelAuthConfig;
@@ -149,6 +153,10 @@ export const DEFAULT_HOST = '127.0.0.1';
 export const DEFAULT_PORT = 8080;
 
 export const DEFAULT_BODY_TIMEOUT_MS = 30_000;
+/** HERALD_DATABASE_TIMEOUT_MS: Herald's queries are short; one that takes 10 s means a database in trouble. */
+export const DEFAULT_DATABASE_TIMEOUT_MS = 10_000;
+/** HERALD_SHUTDOWN_TIMEOUT_MS: the 15 s grace period for in-flight deliveries, then time to write their results. */
+export const DEFAULT_SHUTDOWN_TIMEOUT_MS = 30_000;
 
 /** A receiver answers within 10 seconds. Fixed: it is part of the published contract. */
 export const REQUEST_TIMEOUT_MS = 10_000;
@@ -274,6 +282,8 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),
     bodyTimeoutMs: integer('HERALD_BODY_TIMEOUT_MS', env.HERALD_BODY_TIMEOUT_MS, DEFAULT_BODY_TIMEOUT_MS, 100, 3_600_000),
+    databaseTimeoutMs: integer('HERALD_DATABASE_TIMEOUT_MS', env.HERALD_DATABASE_TIMEOUT_MS, DEFAULT_DATABASE_TIMEOUT_MS, 100, 600_000),
+    shutdownTimeoutMs: integer('HERALD_SHUTDOWN_TIMEOUT_MS', env.HERALD_SHUTDOWN_TIMEOUT_MS, DEFAULT_SHUTDOWN_TIMEOUT_MS, 1_000, 3_600_000),
     rateLimits: {
       managementPerMinute: integer('HERALD_RATE_LIMIT', env.HERALD_RATE_LIMIT, DEFAULT_RATE_LIMITS.managementPerMinute, 0, 10_000_000),
       ingestPerMinute: integer('HERALD_INGEST_RATE_LIMIT', env.HERALD_INGEST_RATE_LIMIT, DEFAULT_RATE_LIMITS.ingestPerMinute, 0, 100_000_000),

@@ -34,6 +34,7 @@ export const ERRORS = {
   internal_error: { status: 500, title: 'Internal error' },
   busy: { status: 503, title: 'Herald is busy' },
   shutting_down: { status: 503, title: 'Herald is shutting down' },
+  database_unavailable: { status: 503, title: 'Herald cannot use its database right now' },
 } as const;
 
 export type ErrorCode = keyof typeof ERRORS;

@@ -33,8 +33,14 @@ export interface Herald {
   app: FastifyInstance | undefined;
   dispatcher: Dispatcher | undefined;
   deps: ServiceDeps;
-  /** Stops taking work, lets in-flight attempts finish within the grace period, closes the database. */
-  close(): Promise<void>;
+  /**
+   * Stops taking work, lets in-flight attempts finish within the grace period,
+   * closes the database. Resolves within HERALD_SHUTDOWN_TIMEOUT_MS whatever
+   * the database does: true when everything closed in time, false when it
+   * gave up waiting (results not yet written are then lost; their leases run
+   * out and the deliveries are sent again).
+   */
+  close(): Promise<boolean>;
 }
 
 export interface StartOptions {
@@ -55,7 +61,13 @@ function extraCas(file: string | undefined): string[] {
 
 /** The composition root: config → storage → API and/or dispatcher. */
 export async function startHerald({ config, clock = systemClock, logStream }: StartOptions): Promise<Herald> {
-  const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
+  // The process's own logger (the API's has the same format): a database
+  // connection can fail before or outside any request.
+  const processLog = pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
+  const storage = await openStorage(config, {
+    poolSize: config.dispatcher.concurrency > 64 ? 20 : 10,
+    onError: (err, what) => processLog.warn({ err }, what),
+  });
   const closers: Array<() => Promise<unknown>> = [];
   try {
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
@@ -102,13 +114,14 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       closers.push(() => admin.close());
     }
     // A worker-only process has no API logger; it gets one of its own, same format.
-    const log = app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
+    const log = app?.log ?? processLog;
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
       dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log, connect });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
-      closers.unshift(() => dispatcher!.stop());
+      // Half the shutdown bound at most, so that the results of what it aborts can still be written.
+      closers.unshift(() => dispatcher!.stop(Math.min(15_000, config.shutdownTimeoutMs / 2)));
     }
     closers.unshift(
       storage.db.engine === 'pglite'
@@ -117,7 +130,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         : // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
           startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') }),
     );
-    let closing: Promise<void> | undefined;
+    let closing: Promise<boolean> | undefined;
     return {
       url,
       setupLink,
@@ -126,8 +139,27 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       deps,
       close() {
         closing ??= (async () => {
-          for (const close of closers) await close().catch(() => {});
-          await storage.close();
+          const closed = (async () => {
+            for (const close of closers) await close().catch(() => {});
+            await storage.close();
+          })();
+          // A database that is down or frozen could hold a close for good
+          // (results that wait to be written, a pool that waits for its connections).
+          let timer: NodeJS.Timeout | undefined;
+          const inTime = await Promise.race([
+            closed.then(() => true),
+            new Promise<boolean>((resolve) => {
+              timer = setTimeout(() => resolve(false), config.shutdownTimeoutMs);
+              timer.unref();
+            }),
+          ]);
+          clearTimeout(timer);
+          if (!inTime) {
+            processLog.error(
+              `stopping took longer than HERALD_SHUTDOWN_TIMEOUT_MS (${config.shutdownTimeoutMs} ms): giving up; results not yet written are lost and those deliveries will be sent again once their leases run out`,
+            );
+          }
+          return inTime;
         })();
         return closing;
       },

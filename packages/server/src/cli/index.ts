@@ -6,6 +6,7 @@ import { ConfigError, HeraldError } from '../errors.ts';
 import { startHerald } from '../main.ts';
 import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import { openStorage } from '../storage/open.ts';
+import { DatabaseUnavailableError } from '../storage/db.ts';
 import { SchemaTooNewError } from '../storage/migrate.ts';
 import type { OperatorOp } from '../services/operator.ts';
 import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
@@ -64,10 +65,17 @@ program
     console.error('First steps:\n  create the first user in the control panel (first run: with the link above), or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');
     let stopping = false;
     const shutdown = (signal: string) => {
-      if (stopping) return;
+      // The second signal: someone does not want to wait for the first to finish.
+      if (stopping) {
+        console.error(`${signal} again: exiting now, without waiting for in-flight deliveries (their leases run out and they are sent again).`);
+        process.exit(1);
+      }
       stopping = true;
-      console.error(`${signal}: finishing in-flight deliveries, then stopping…`);
-      void herald.close().then(() => process.exit(0));
+      console.error(`${signal}: finishing in-flight deliveries, then stopping… (${signal} again to exit at once)`);
+      void herald.close().then(
+        (inTime) => process.exit(inTime ? 0 : 1),
+        () => process.exit(1),
+      );
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
@@ -187,6 +195,8 @@ program.parseAsync(process.argv).catch((err: unknown) => {
     console.error(`error: ${err.message}`);
   } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError || err instanceof SchemaTooNewError || err instanceof DevCaMissingError) {
     console.error(`herald: ${err.message}`);
+  } else if (err instanceof DatabaseUnavailableError) {
+    console.error(`herald: ${err.message}. Check DATABASE_URL and that the server is up.`);
   } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
     console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);
   } else {

@@ -13,7 +13,8 @@ import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { registerInputChecks } from './input-checks.ts';
-import { problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
+import { databaseProblem, problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
+import { checkReadiness, READINESS_TIMEOUT_MS } from '../storage/readiness.ts';
 import { registerRateLimits } from './rate-limit.ts';
 import { clientKey } from '../core/client-key.ts';
 import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
@@ -132,20 +133,38 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerOpenApi(app);
 
+  // Outside /v1: no credential, no rate limit, so a probe is never refused for either.
+  const status = { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } as const;
   app.get(
     '/healthz',
     {
       schema: {
         tags: ['Operations'],
         operationId: 'health',
-        summary: 'Liveness and database reachability',
+        summary: 'Liveness: the process answers',
+        description: 'Answers without touching the database, so a database outage never gets a live process restarted. For readiness to take traffic, see /readyz.',
         security: [],
-        response: { 200: ok({ type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } }, 'Herald answers and its database too.') },
+        response: { 200: ok(status, 'The process is alive.') },
       },
     },
-    async () => {
-      await options.db.query('SELECT 1');
-      return { status: 'ok' as const };
+    async () => ({ status: 'ok' as const }),
+  );
+  app.get(
+    '/readyz',
+    {
+      schema: {
+        tags: ['Operations'],
+        operationId: 'ready',
+        summary: 'Readiness: the database answers, takes writes and has the expected schema',
+        description: `200 when the database answers within ${READINESS_TIMEOUT_MS / 1000} s, takes writes (not a standby in recovery, not read-only) and holds exactly the migrations this Herald knows; otherwise 503 \`database_unavailable\`, its \`reason\` saying which.`,
+        security: [],
+        response: { 200: ok(status, 'Herald can serve.') },
+      },
+    },
+    async (_request, reply) => {
+      const readiness = await checkReadiness(options.db);
+      if (readiness.ready) return { status: 'ok' as const };
+      return sendProblem(reply, databaseProblem(readiness.reason, readiness.detail));
     },
   );
 

@@ -1,5 +1,6 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERRORS, fieldPath, HeraldError, type ErrorCode, type FieldError, type LimitInfo } from '../errors.ts';
+import { unavailableReason, type UnavailableReason } from '../storage/db.ts';
 
 /** RFC 9457 problem details, with Herald's stable `code`. */
 export interface Problem {
@@ -11,6 +12,26 @@ export interface Problem {
   errors?: FieldError[];
   /** For limit_exceeded: which setting holds the limit, and its value. */
   limit?: LimitInfo;
+  /** For database_unavailable: what is wrong with the database. */
+  reason?: DatabaseProblemReason;
+}
+
+/** Why a request or a readiness check found the database unusable. */
+export type DatabaseProblemReason = UnavailableReason | 'schema_outdated' | 'schema_too_new';
+
+/** Seconds a client is asked to wait after `database_unavailable`: a restart or a failover takes a few. */
+export const DATABASE_RETRY_AFTER_S = 5;
+
+const UNAVAILABLE_DETAILS: Record<UnavailableReason, string> = {
+  unreachable: 'Herald cannot reach its database',
+  timeout: 'its database did not answer in time',
+  read_only: 'its database refuses writes (it is read-only or a standby)',
+};
+
+/** The problem for a database that cannot serve; `detail` never names the server. */
+export function databaseProblem(reason: DatabaseProblemReason, detail?: string): Problem {
+  const text = detail ?? `${UNAVAILABLE_DETAILS[reason as UnavailableReason]}; try again after Retry-After seconds (a publish that names its event id is safe to repeat)`;
+  return { ...problemOf('database_unavailable', text), reason };
 }
 
 export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[], limit?: LimitInfo): Problem {
@@ -21,6 +42,7 @@ export function problemOf(code: ErrorCode, detail: string, errors?: FieldError[]
 export function sendProblem(reply: FastifyReply, problem: Problem): FastifyReply {
   // A moment is enough: `busy` means work in this process, not a client's quota.
   if (problem.code === 'busy' && !reply.hasHeader('retry-after')) reply.header('retry-after', '1');
+  if (problem.code === 'database_unavailable' && !reply.hasHeader('retry-after')) reply.header('retry-after', String(DATABASE_RETRY_AFTER_S));
   return reply.code(problem.status).type('application/problem+json; charset=utf-8').send(problem);
 }
 
@@ -51,6 +73,12 @@ function fieldErrors(validation: AjvLikeError[], context: string | undefined): F
 /** Maps every error to a problem; unexpected ones are logged and hidden behind a 500. */
 export function toProblem(error: unknown, request: FastifyRequest): Problem {
   if (error instanceof HeraldError) return problemOf(error.code, error.message, error.errors, error.limit);
+  const unavailable = unavailableReason(error);
+  if (unavailable) {
+    // Not Herald's fault and not the client's: logged as a warning, with the driver's own words.
+    request.log.warn({ err: error }, 'the database could not serve a request');
+    return databaseProblem(unavailable);
+  }
   const fe = error as FastifyError & { validation?: AjvLikeError[]; validationContext?: string };
   if (fe.validation) {
     const errors = fieldErrors(fe.validation, fe.validationContext);

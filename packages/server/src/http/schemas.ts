@@ -32,6 +32,11 @@ const problem = {
       required: ['setting', 'value'],
       properties: { setting: { type: 'string', examples: ['HERALD_MAX_ENDPOINTS_PER_ACCOUNT'] }, value: { type: 'integer' } },
     },
+    reason: {
+      type: 'string',
+      enum: ['unreachable', 'timeout', 'read_only', 'schema_outdated', 'schema_too_new'],
+      description: 'For database_unavailable: what is wrong with the database.',
+    },
   },
 } as const;
 
@@ -282,7 +287,7 @@ export function problems(...statuses: number[]): Record<string, unknown> {
     415: 'The body is not JSON.',
     422: 'The Idempotency-Key was used for another request, or the request would pass one of the operator\u2019s limits (`limit_exceeded`, naming the setting in `limit`).',
     429: 'Rate limit exceeded; wait for Retry-After seconds.',
-    503: 'Herald is shutting down (`shutting_down`: send the request again), or busy checking too many passwords at once (`busy`: try again after Retry-After seconds).',
+    503: 'Herald is shutting down (`shutting_down`: send the request again), busy checking too many passwords at once (`busy`), or cannot use its database (`database_unavailable`: unreachable, too slow or read-only); try again after Retry-After seconds.',
   };
   return Object.fromEntries(
     statuses.map((s) => [s, { description: descriptions[s] ?? 'Error', content: { 'application/problem+json': { schema: ref('Problem') } } }]),

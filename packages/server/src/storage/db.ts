@@ -32,7 +32,89 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs several statements separated by semicolons, without parameters (migrations). */
   exec(sql: string): Promise<void>;
-  /** LISTEN on a channel; resolves to a function that stops listening. */
-  listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * LISTEN on a channel; resolves to a function that stops listening. A lost
+   * connection is opened again by itself (PostgreSQL); notifications sent
+   * while it was down are lost, so the caller must poll as well. Without an
+   * `onUp` hook, `onNotify('')` is called after each reconnection, as if a
+   * notification had arrived.
+   */
+  listen(channel: string, onNotify: (payload: string) => void, hooks?: ListenHooks): Promise<() => Promise<void>>;
   close(): Promise<void>;
+}
+
+/** What a listener hears about its connection, beyond the notifications. */
+export interface ListenHooks {
+  /** The connection was lost (or could not be opened): notifications stop until `onUp`. */
+  onDown?(err: Error): void;
+  /** Listening again after `onDown`; anything may have been missed meanwhile. */
+  onUp?(): void;
+}
+
+/** Why the database could not serve a query: nothing about the query itself. */
+export type UnavailableReason = 'unreachable' | 'timeout' | 'read_only';
+
+/**
+ * The database cannot be reached, did not answer in time, or refuses writes
+ * (a standby, `default_transaction_read_only`). Nothing is wrong with the
+ * request: the same one may succeed once the database is back, so the API
+ * answers 503 `database_unavailable` and workers try again. The adapters
+ * throw it in place of the driver's error, which stays as `cause` (it may
+ * name the server; it never reaches an API answer).
+ */
+export class DatabaseUnavailableError extends Error {
+  constructor(
+    readonly reason: UnavailableReason,
+    options: { cause: unknown },
+  ) {
+    const cause = options.cause instanceof Error ? options.cause.message : String(options.cause);
+    super(`${UNAVAILABLE_MESSAGES[reason]}: ${cause}`, options);
+    this.name = 'DatabaseUnavailableError';
+  }
+}
+
+const UNAVAILABLE_MESSAGES: Record<UnavailableReason, string> = {
+  unreachable: 'the database cannot be reached',
+  timeout: 'the database did not answer in time',
+  read_only: 'the database refuses writes (read-only)',
+};
+
+/** The error, or one of its causes, says the database is unavailable. */
+export function unavailableReason(err: unknown): UnavailableReason | undefined {
+  for (let e = err, depth = 0; e instanceof Error && depth < 5; e = e.cause, depth++) {
+    if (e instanceof DatabaseUnavailableError) return e.reason;
+  }
+  return undefined;
+}
+
+/** Network errors of the socket to the database. */
+const SOCKET_ERRORS = new Set(['ECONNREFUSED', 'ECONNRESET', 'ECONNABORTED', 'ETIMEDOUT', 'EPIPE', 'EHOSTUNREACH', 'ENETUNREACH', 'ENETDOWN', 'EHOSTDOWN', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * Classifies a driver's error. SQLSTATEs: class 08 (connection exception),
+ * 57P01–57P03 and 57P05 (the server shut down, crashed, is starting, or
+ * ended an idle session), 53300 (too many connections), 57014 (cancelled:
+ * statement_timeout), 25006 (read-only transaction). node-postgres's own
+ * errors (timeouts, a connection terminated) carry no SQLSTATE: known by
+ * their message.
+ */
+export function classifyDatabaseError(err: unknown): UnavailableReason | undefined {
+  if (!(err instanceof Error)) return undefined;
+  if (err instanceof DatabaseUnavailableError) return err.reason;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'string') {
+    if (code === '25006') return 'read_only';
+    if (code === '57014') return 'timeout';
+    if (code.startsWith('08') || /^57P0[1235]$/.test(code) || code === '53300' || SOCKET_ERRORS.has(code)) return 'unreachable';
+    if (/^[0-9A-Z]{5}$/.test(code)) return undefined;
+  }
+  if (/timeout|timed out/i.test(err.message)) return 'timeout';
+  if (/Connection terminated|not queryable|Connection closed|connect E[A-Z]+|socket hang up/i.test(err.message)) return 'unreachable';
+  return undefined;
+}
+
+/** The error as thrown to Herald's code: a DatabaseUnavailableError when it is one, else unchanged. */
+export function asDatabaseError(err: unknown): unknown {
+  const reason = classifyDatabaseError(err);
+  return reason && !(err instanceof DatabaseUnavailableError) ? new DatabaseUnavailableError(reason, { cause: err }) : err;
 }

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import type { Config } from '../config.ts';
+import { DEFAULT_DATABASE_TIMEOUT_MS, type Config } from '../config.ts';
 import { BUILTIN_EVENT_TYPES } from '../core/event-types.ts';
 import type { Db } from './db.ts';
 import { acquireDataDirLock } from './data-dir-lock.ts';
@@ -45,16 +45,31 @@ async function openDatabase(db: Db, source: KeySource): Promise<{ encryptionKey:
  * private to the user Herald runs as, its key in `<dataDir>/encryption.key`
  * (generated, mode 0600, for a new database) unless HERALD_ENCRYPTION_KEY is set.
  */
-export async function openStorage(config: Pick<Config, 'databaseUrl' | 'dataDir' | 'encryptionKey'>, options: { poolSize?: number } = {}): Promise<Storage> {
+export interface OpenOptions {
+  /** Pool size (PostgreSQL). */
+  poolSize?: number;
+  /** Told about connection failures no query reports (PostgreSQL): see PostgresOptions.onError. */
+  onError?: (err: Error, what: string) => void;
+}
+
+export async function openStorage(
+  config: Pick<Config, 'databaseUrl' | 'dataDir' | 'encryptionKey'> & { databaseTimeoutMs?: number },
+  options: OpenOptions = {},
+): Promise<Storage> {
   if (config.databaseUrl) {
-    const db = await openPostgres({ connectionString: config.databaseUrl, max: options.poolSize });
+    const timeoutMs = config.databaseTimeoutMs ?? DEFAULT_DATABASE_TIMEOUT_MS;
+    // The key check and the migrations on a connection of their own without
+    // a query timeout: a migration of a large table, or the wait for another
+    // process's migration, may take longer than any query should.
+    const setup = await openPostgres({ connectionString: config.databaseUrl, max: 1, connectTimeoutMs: timeoutMs, onError: options.onError });
+    let prepared: { encryptionKey: Buffer; applied: number[] };
     try {
-      const { encryptionKey, applied } = await openDatabase(db, { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' });
-      return { db, encryptionKey, applied, close: () => db.close() };
-    } catch (err) {
-      await db.close();
-      throw err;
+      prepared = await openDatabase(setup, { key: config.encryptionKey, setting: 'HERALD_ENCRYPTION_KEY' });
+    } finally {
+      await setup.close();
     }
+    const db = await openPostgres({ connectionString: config.databaseUrl, max: options.poolSize, timeoutMs, onError: options.onError });
+    return { db, ...prepared, close: () => db.close() };
   }
   const { dataDir } = config;
   const lock = acquireDataDirLock(dataDir);

@@ -1,5 +1,5 @@
 import { PGlite, type Transaction } from '@electric-sql/pglite';
-import type { Db, Queryable, QueryResult, Row } from './db.ts';
+import { asDatabaseError, type Db, type Queryable, type QueryResult, type Row } from './db.ts';
 
 /**
  * PGlite hands bytea back as a Uint8Array, node-postgres as a Buffer; Herald
@@ -20,7 +20,13 @@ function normaliseRow(row: Row): Row {
 function wrap(target: PGlite | Transaction): Queryable {
   return {
     async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
-      const res = await target.query<Row>(text, params as unknown[] | undefined);
+      let res;
+      try {
+        res = await target.query<Row>(text, params as unknown[] | undefined);
+      } catch (err) {
+        // A read-only database (default_transaction_read_only) answers like PostgreSQL's.
+        throw asDatabaseError(err);
+      }
       return { rows: res.rows.map(normaliseRow) as R[], rowCount: Math.max(res.rows.length, res.affectedRows ?? 0) };
     },
   };
@@ -44,7 +50,11 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
       return pg.transaction((tx) => fn(wrap(tx)));
     },
     async exec(sql) {
-      await pg.exec(sql);
+      try {
+        await pg.exec(sql);
+      } catch (err) {
+        throw asDatabaseError(err);
+      }
     },
     async listen(channel, onNotify) {
       const unsubscribe = await pg.listen(channel, onNotify);
