@@ -70,7 +70,7 @@ describe('Herald while its PostgreSQL goes away', { skip: !CLUSTER_AVAILABLE && 
     const ready = await call(`${h.url}/readyz`, 'GET');
     assert.equal(ready.status, 503);
     assert.equal(ready.json.code, 'database_unavailable');
-    assert.ok(ready.ms < 2_500, `readyz answered in ${ready.ms} ms`);
+    assert.ok(ready.ms < 4_000, `readyz answered in ${ready.ms} ms`);
 
     await cluster.start();
     // The first publishes after the start may still meet a connection the restart broke.
@@ -95,11 +95,11 @@ describe('Herald while its PostgreSQL goes away', { skip: !CLUSTER_AVAILABLE && 
       assert.ok(answer.ms < DATABASE_TIMEOUT_MS + 1_500, `answered in ${answer.ms} ms`);
       const health = await call(`${h.url}/healthz`, 'GET');
       assert.equal(health.status, 200);
-      assert.ok(health.ms < 500, `healthz answered in ${health.ms} ms`);
+      assert.ok(health.ms < 1_000, `healthz answered in ${health.ms} ms`);
       const ready = await call(`${h.url}/readyz`, 'GET');
       assert.equal(ready.status, 503);
       assert.equal(ready.json.reason, 'timeout');
-      assert.ok(ready.ms < 2_500, `readyz answered in ${ready.ms} ms`);
+      assert.ok(ready.ms < 4_000, `readyz answered in ${ready.ms} ms`);
     } finally {
       cluster.thaw();
     }

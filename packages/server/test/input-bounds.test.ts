@@ -169,7 +169,8 @@ describe('answers from outside the routes are problems too', () => {
     const db = {
       ...h.db,
       query: async (...args: Parameters<typeof h.db.query>) => {
-        if (args[0] === 'SELECT 1') {
+        // /readyz's check (/healthz does not query the database).
+        if (args[0].includes('pg_is_in_recovery')) {
           started();
           await held;
         }
@@ -187,12 +188,12 @@ describe('answers from outside the routes are problems too', () => {
     const app: FastifyInstance = await buildApp({ ...h.deps, db, disableAfter: 20, maxBodyBytes: 1024, logLevel: 'info', logStream });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
-    // Two requests on one connection: the first waits in /healthz while the app starts closing.
+    // Two requests on one connection: the first waits in /readyz while the app starts closing.
     const socket = connect(port, '127.0.0.1');
     let got = '';
     socket.on('data', (c) => (got += c.toString('latin1')));
     const closed = new Promise((r) => socket.on('close', r));
-    socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+    socket.write('GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n');
     await inFlight;
     const closing = app.close();
     socket.write('GET /v1/event-types HTTP/1.1\r\nHost: x\r\n\r\n');

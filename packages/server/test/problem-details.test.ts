@@ -84,10 +84,12 @@ for (const engine of ENGINES) {
       }
     });
 
-    test('/healthz needs no key and checks the database', async () => {
-      const res = await h.app.inject({ method: 'GET', url: '/healthz' });
-      assert.equal(res.statusCode, 200);
-      assert.deepEqual(res.json(), { status: 'ok' });
+    test('/healthz and /readyz need no key; /readyz checks the database', async () => {
+      for (const url of ['/healthz', '/readyz']) {
+        const res = await h.app.inject({ method: 'GET', url });
+        assert.equal(res.statusCode, 200);
+        assert.deepEqual(res.json(), { status: 'ok' });
+      }
     });
   });
 }
@@ -116,7 +118,8 @@ describe('an unexpected failure', () => {
       logStream,
     });
     try {
-      const res = await app.inject({ method: 'GET', url: '/healthz' });
+      // A well-formed key: checking it queries the database.
+      const res = await app.inject({ method: 'GET', url: '/v1/event-types', headers: { authorization: `Bearer hk_abcdefgh_${'a'.repeat(32)}` } });
       assertProblem({ status: res.statusCode, json: res.json(), headers: res.headers }, 'internal_error');
       assert.ok(!res.body.includes('10.0.0.5'));
       assert.ok(!res.body.includes('password'));
