@@ -6,16 +6,14 @@ import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
 import { systemClock, type Clock } from './core/clock.ts';
-import { PasswordHasher } from './core/passwords.ts';
 import { SetupToken } from './core/setup-token.ts';
-import { SchemaValidator } from './core/schema-validator.ts';
 import { loadOrCreateDevCa } from './dev/dev-ca.ts';
 import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
-import { createAgent } from './dispatcher/send.ts';
+import { createAgent, sendAttempt } from './dispatcher/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
-import type { ServiceDeps } from './services/deps.ts';
+import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
 import { openStorage } from './storage/open.ts';
@@ -59,17 +57,15 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const closers: Array<() => Promise<unknown>> = [];
   try {
     if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
-    const deps: ServiceDeps = {
+    const deps = createServiceDeps({
       db: storage.db,
       encryptionKey: storage.encryptionKey,
       clock,
-      validator: new SchemaValidator(),
       addresses: new AddressPolicy(config.allowedNetworks),
-      passwords: new PasswordHasher(),
       limits: config.limits,
       // In deps, so `herald users create` through the admin socket spends it too.
       setupToken: config.role !== 'worker' ? new SetupToken() : undefined,
-    };
+    });
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
     const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
 
@@ -82,7 +78,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
-        outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
+        outbound: { send: (request) => sendAttempt(agent, { ...request, timeoutMs: config.dispatcher.requestTimeoutMs }) },
         rateLimits: config.rateLimits,
         panelAuth: config.panel,
         trustedProxies: config.trustedProxies,

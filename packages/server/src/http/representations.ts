@@ -4,7 +4,6 @@ import type { AttemptDetailRow, AttemptRow } from '../storage/queries/attempts.t
 import type { DeliverySummaryRow } from '../storage/queries/deliveries.ts';
 import type { EndpointRow } from '../storage/queries/endpoints.ts';
 import type { EventRow } from '../storage/queries/events.ts';
-import type { EventTypeRow } from '../storage/queries/event-types.ts';
 import type { AttemptRecord } from '../storage/queries/record-results.ts';
 
 /** The public form of an endpoint. The signing secret never appears here, only its hint. */
@@ -26,9 +25,8 @@ export function endpointJson(e: EndpointRow, disableAfter: number, lastAttempt: 
   };
 }
 
-export function eventTypeJson(t: EventTypeRow) {
-  return { name: t.name, description: t.description, builtin: t.builtin, schema: t.schema, example: t.example };
-}
+// Shared with the operator commands, so it lives with the event-type service.
+export { eventTypeJson } from '../services/event-types.ts';
 
 const text = (b: Buffer | null) => (b === null ? null : b.toString('utf8'));
 

@@ -4,7 +4,6 @@ import * as q from '../storage/queries/endpoints.ts';
 import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
-import { announceNewWork } from './new-work.ts';
 
 /** Re-enables an endpoint; its failure streak starts again from zero. */
 export async function enableEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
@@ -61,7 +60,7 @@ export async function recoverEndpoint(
     }
     return recoverDeliveries(tx, { accountId, endpointId: id, since, now });
   });
-  if (!dryRun && count > 0) announceNewWork(deps.db);
+  if (!dryRun && count > 0) deps.newWork.announce();
   return { since, dry_run: dryRun, count };
 }
 

@@ -5,7 +5,6 @@ import { lockEndpoint } from '../storage/queries/endpoints.ts';
 import { getEvent } from '../storage/queries/events.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
-import { announceNewWork } from './new-work.ts';
 import { isUuid } from '../core/ids.ts';
 
 
@@ -36,6 +35,6 @@ export async function redeliverEvent(deps: ServiceDeps, accountId: string, event
     if (existing.state === 'pending' && existing.lease_token !== null && existing.next_attempt_at > now) return existing;
     return requeueDelivery(tx, existing.id, now);
   });
-  announceNewWork(deps.db);
+  deps.newWork.announce();
   return delivery;
 }

@@ -6,16 +6,16 @@ import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { PasswordHasher } from '../../src/core/passwords.ts';
 import { SetupToken } from '../../src/core/setup-token.ts';
 import type { LoginLimiter } from '../../src/http/login-limiter.ts';
-import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import type { NewEvent } from '../../src/storage/queries/events.ts';
 import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
-import { createAgent, type ResolveHost } from '../../src/dispatcher/send.ts';
+import { createAgent, sendAttempt, type ResolveHost } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
-import type { ServiceDeps } from '../../src/services/deps.ts';
+import { createServiceDeps, type ServiceDeps } from '../../src/services/deps.ts';
+import type { OutboundDeps } from '../../src/services/test-event.ts';
 import type { Engine } from '../../src/storage/db.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
@@ -31,6 +31,8 @@ export const TEST_ADDRESSES = new AddressPolicy(TEST_NETWORKS);
 export interface TestHerald {
   db: TestDb;
   deps: ServiceDeps;
+  /** How the API sends test events (for another app built on the same deps). */
+  outbound: OutboundDeps;
   app: FastifyInstance;
   dispatcher: Dispatcher;
   clock: TestClock;
@@ -83,24 +85,18 @@ export async function createTestHerald(
   const db = await createTestDb(engine);
   const clock = createTestClock();
   const setupToken = new SetupToken();
-  const deps: ServiceDeps = {
-    db,
-    encryptionKey: TEST_KEY,
-    clock: clock.now,
-    validator: new SchemaValidator(),
-    addresses: options.addresses ?? TEST_ADDRESSES,
-    passwords: options.passwords ?? new PasswordHasher(),
-    setupToken,
-  };
+  // As main.ts builds them.
+  const deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: clock.now, addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords, setupToken });
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
   const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
+  const outbound: OutboundDeps = { send: (request) => sendAttempt(agent, { ...request, timeoutMs: config.requestTimeoutMs }) };
   const app = await buildApp({
     ...deps,
     disableAfter: config.disableAfter,
-    outbound: { agent, timeoutMs: config.requestTimeoutMs },
+    outbound,
     rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, unauthenticatedPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
     bodyTimeoutMs: options.bodyTimeoutMs,
@@ -126,6 +122,7 @@ export async function createTestHerald(
   const herald: TestHerald = {
     db,
     deps,
+    outbound,
     app,
     dispatcher,
     clock,
