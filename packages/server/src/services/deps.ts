@@ -21,4 +21,18 @@ export interface ServiceDeps {
   limits?: AccountLimits;
   /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
   setupToken?: SetupToken;
+  /** How long deliveries are kept, which bounds how far back recovery reaches; DEFAULT_RETENTION otherwise. */
+  retention?: Retention;
 }
+
+/**
+ * How long Herald keeps finished deliveries (with their events and
+ * attempts), in days: succeeded ones for HERALD_RETENTION_DAYS, failed and
+ * skipped ones, which can still be recovered, for HERALD_RETENTION_UNDELIVERED_DAYS.
+ */
+export interface Retention {
+  succeededDays: number;
+  undeliveredDays: number;
+}
+
+export const DEFAULT_RETENTION: Readonly<Retention> = Object.freeze({ succeededDays: 30, undeliveredDays: 90 });

@@ -15,7 +15,7 @@ import { createAgent, type ResolveHost } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
-import type { ServiceDeps } from '../../src/services/deps.ts';
+import type { Retention, ServiceDeps } from '../../src/services/deps.ts';
 import type { Engine } from '../../src/storage/db.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
@@ -78,6 +78,8 @@ export async function createTestHerald(
     trustedProxies?: string[];
     /** How long a client has to send a whole request (the default otherwise). */
     bodyTimeoutMs?: number;
+    /** How long deliveries are kept (the defaults otherwise: 30 and 90 days). */
+    retention?: Retention;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
@@ -91,6 +93,7 @@ export async function createTestHerald(
     addresses: options.addresses ?? TEST_ADDRESSES,
     passwords: options.passwords ?? new PasswordHasher(),
     setupToken,
+    ...(options.retention ? { retention: options.retention } : {}),
   };
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
