@@ -6,13 +6,13 @@ import type { EndpointRow } from '../storage/queries/endpoints.ts';
 import type { EventRow } from '../storage/queries/events.ts';
 import type { EventTypeRow } from '../storage/queries/event-types.ts';
 import type { AttemptRecord } from '../storage/queries/record-results.ts';
-import type { Retention } from '../services/deps.ts';
+import type { RetentionConfig } from '../config.ts';
 
 /** What an endpoint's representation shows besides its row: the operator's settings and the time. */
 export interface EndpointContext {
   /** Consecutive failed deliveries before disabling. */
   disableAfter: number;
-  retention: Retention;
+  retention: RetentionConfig;
   /** Now, to tell whether a slow-down is still running. */
   now: Date;
 }

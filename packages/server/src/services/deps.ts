@@ -1,4 +1,4 @@
-import type { AccountLimits } from '../config.ts';
+import type { AccountLimits, RetentionConfig } from '../config.ts';
 import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import type { PasswordHasher } from '../core/passwords.ts';
@@ -21,18 +21,10 @@ export interface ServiceDeps {
   limits?: AccountLimits;
   /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
   setupToken?: SetupToken;
-  /** How long deliveries are kept, which bounds how far back recovery reaches; DEFAULT_RETENTION otherwise. */
-  retention?: Retention;
+  /**
+   * How long finished deliveries are kept (HERALD_RETENTION_DAYS,
+   * HERALD_RETENTION_UNDELIVERED_DAYS), which bounds how far back recovery
+   * reaches; the configuration's defaults otherwise.
+   */
+  retention?: RetentionConfig;
 }
-
-/**
- * How long Herald keeps finished deliveries (with their events and
- * attempts), in days: succeeded ones for HERALD_RETENTION_DAYS, failed and
- * skipped ones, which can still be recovered, for HERALD_RETENTION_UNDELIVERED_DAYS.
- */
-export interface Retention {
-  succeededDays: number;
-  undeliveredDays: number;
-}
-
-export const DEFAULT_RETENTION: Readonly<Retention> = Object.freeze({ succeededDays: 30, undeliveredDays: 90 });

@@ -2,7 +2,8 @@ import { HeraldError, invalidField } from '../errors.ts';
 import { countRecoverable, recoverDeliveries } from '../storage/queries/deliveries.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
-import { DEFAULT_RETENTION, type ServiceDeps } from './deps.ts';
+import { DEFAULT_RETENTION } from '../config.ts';
+import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
 import { announceNewWork } from './new-work.ts';
 

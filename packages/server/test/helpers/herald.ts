@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits, type RetentionConfig } from '../../src/config.ts';
 import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { PasswordHasher } from '../../src/core/passwords.ts';
 import { SetupToken } from '../../src/core/setup-token.ts';
@@ -15,7 +15,7 @@ import { createAgent, type ResolveHost } from '../../src/dispatcher/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
-import type { Retention, ServiceDeps } from '../../src/services/deps.ts';
+import type { ServiceDeps } from '../../src/services/deps.ts';
 import type { Engine } from '../../src/storage/db.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
@@ -79,7 +79,7 @@ export async function createTestHerald(
     /** How long a client has to send a whole request (the default otherwise). */
     bodyTimeoutMs?: number;
     /** How long deliveries are kept (the defaults otherwise: 30 and 90 days). */
-    retention?: Retention;
+    retention?: RetentionConfig;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import * as endpoints from '../../services/endpoints.ts';
 import { disableEndpoint, enableEndpoint, recoverEndpoint } from '../../services/endpoint-state.ts';
-import { DEFAULT_RETENTION } from '../../services/deps.ts';
+import { DEFAULT_RETENTION } from '../../config.ts';
 import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
 import { lastAttempts } from '../../storage/queries/attempts.ts';
 import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
