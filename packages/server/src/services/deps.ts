@@ -17,14 +17,14 @@ export interface ServiceDeps {
   addresses: AddressPolicy;
   /** Hashes and checks panel passwords, a few at a time (one per process). */
   passwords: PasswordHasher;
-  /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
-  limits?: AccountLimits;
-  /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
-  setupToken?: SetupToken;
   /**
    * How long finished deliveries are kept (HERALD_RETENTION_DAYS,
    * HERALD_RETENTION_UNDELIVERED_DAYS), which bounds how far back recovery
    * reaches; the configuration's defaults otherwise.
    */
   retention?: RetentionConfig;
+  /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
+  limits?: AccountLimits;
+  /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */
+  setupToken?: SetupToken;
 }

@@ -93,7 +93,6 @@ export async function createTestHerald(
     addresses: options.addresses ?? TEST_ADDRESSES,
     passwords: options.passwords ?? new PasswordHasher(),
     setupToken,
-    ...(options.retention ? { retention: options.retention } : {}),
   };
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
@@ -114,6 +113,7 @@ export async function createTestHerald(
     loginLimiter: options.loginLimiter,
     setupToken,
     trustedProxies: options.trustedProxies,
+    retention: options.retention,
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca }, lookup: options.lookup });
 
