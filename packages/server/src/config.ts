@@ -108,6 +108,16 @@ export const DEFAULT_PANEL_AUTH: Readonly<PanelAuthConfig> = Object.freeze({
   sessionMaxMs: 7 * 86_400_000,
 });
 
+/** How long finished deliveries are kept (pending ones are kept until they finish). */
+export interface RetentionConfig {
+  /** Succeeded deliveries, counted from their last change. */
+  succeededDays: number;
+  /** Failed and skipped deliveries, counted the same way; never less than `succeededDays`. */
+  undeliveredDays: number;
+}
+
+export const DEFAULT_RETENTION: Readonly<RetentionConfig> = Object.freeze({ succeededDays: 30, undeliveredDays: 90 });
+
 /** Requests per minute per API key (or panel session), or per address for failures, in each API process; 0 turns a limit off. */
 export interface RateLimits {
   /** Every /v1 route but ingest. */

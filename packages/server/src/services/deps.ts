@@ -1,4 +1,4 @@
-import type { AccountLimits } from '../config.ts';
+import type { AccountLimits, RetentionConfig } from '../config.ts';
 import type { AddressPolicy } from '../core/address-policy.ts';
 import type { Clock } from '../core/clock.ts';
 import { UuidV7Maker } from '../core/ids.ts';
@@ -22,6 +22,12 @@ export interface ServiceDeps {
   addresses: AddressPolicy;
   /** Hashes and checks panel passwords, a few at a time (one per process). */
   passwords: PasswordHasher;
+  /**
+   * How long finished deliveries are kept (HERALD_RETENTION_DAYS,
+   * HERALD_RETENTION_UNDELIVERED_DAYS), which bounds how far back recovery
+   * reaches; the configuration's defaults otherwise.
+   */
+  retention?: RetentionConfig;
   /** What one account may make Herald hold and send; the configuration's defaults otherwise. */
   limits?: AccountLimits;
   /** First-run setup's token, in an API process: spent as soon as a user exists, however it was made. */

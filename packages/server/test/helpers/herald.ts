@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits, type RetentionConfig } from '../../src/config.ts';
 import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { PasswordHasher } from '../../src/core/passwords.ts';
 import { SetupToken } from '../../src/core/setup-token.ts';
@@ -80,6 +80,8 @@ export async function createTestHerald(
     trustedProxies?: string[];
     /** How long a client has to send a whole request (the default otherwise). */
     bodyTimeoutMs?: number;
+    /** How long deliveries are kept (the defaults otherwise: 30 and 90 days). */
+    retention?: RetentionConfig;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
@@ -107,6 +109,7 @@ export async function createTestHerald(
     loginLimiter: options.loginLimiter,
     setupToken,
     trustedProxies: options.trustedProxies,
+    retention: options.retention,
   });
   const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca }, lookup: options.lookup });
 
