@@ -58,7 +58,7 @@ export interface MaintainerTuning {
   churnVacuumMs: number;
   /** Rows per delete statement. */
   batchSize: number;
-  /** Delete statements per job per run: a larger backlog is caught up over several runs. */
+  /** Delete statements per job (each retention walk is one) per run: a larger backlog is caught up over several runs. */
   batchesPerRun: number;
   /** Pause between two delete statements, so others get the database in between. */
   batchPauseMs: number;
@@ -276,10 +276,10 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tunin
 
   async function retention(): Promise<RetentionReport> {
     const report: RetentionReport = { deliveries: 0, attempts: 0, events: 0, more: false };
-    const budget = { left: batchesPerRun };
-    succeededAfter = await retainDeliveries(report, budget, ['succeeded'], config.retention.succeededDays, succeededAfter);
-    undeliveredAfter = await retainDeliveries(report, budget, ['failed', 'skipped'], config.retention.undeliveredDays, undeliveredAfter);
-    await retainEventsWithoutDeliveries(report, budget);
+    // A budget for each walk, so that none waits for another's backlog.
+    succeededAfter = await retainDeliveries(report, { left: batchesPerRun }, ['succeeded'], config.retention.succeededDays, succeededAfter);
+    undeliveredAfter = await retainDeliveries(report, { left: batchesPerRun }, ['failed', 'skipped'], config.retention.undeliveredDays, undeliveredAfter);
+    await retainEventsWithoutDeliveries(report, { left: batchesPerRun });
     retentionBacklog = report.more;
     if (report.deliveries + report.events > 0) log.info({ ...report }, 'retention: deleted deliveries and events past their retention');
     return report;
