@@ -1,11 +1,13 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import pg from 'pg';
 import { DEFAULT_PANEL_AUTH, loadConfig, type RetentionConfig } from '../src/config.ts';
 import { uuidV7 } from '../src/core/ids.ts';
 import { createMaintainer, MAINTAINER_LOCK, type Maintainer, type MaintainerTuning } from '../src/maintenance/maintainer.ts';
 import type { Db } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
+import { getEventForNewDelivery } from '../src/storage/queries/events.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
 import { createTestClock, type TestClock } from './helpers/clock.ts';
 
@@ -318,11 +320,50 @@ describe('one maintainer leads at a time [postgres]', { skip: !ENGINES.includes(
     // The leader's lock connection dies: its lead goes with it.
     const third = maintainerOf(db, clock);
     assert.equal((await third.runOnce()).leader, false);
-    await db.query(`SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted`, [MAINTAINER_LOCK]);
+    // Waits (up to 5 s) for that connection's backend to end.
+    await db.query(`SELECT pg_terminate_backend(pid, 5000) FROM pg_locks WHERE locktype = 'advisory' AND objid = $1 AND granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`, [MAINTAINER_LOCK]);
     assert.equal((await third.runOnce()).leader, true, 'another process takes it');
     assert.equal((await second.runOnce()).leader, false, 'the first notices it lost the lock, and cannot take it back');
     await second.stop();
     await third.stop();
+  });
+});
+
+describe('retention and a redelivery at the same time [postgres]', { skip: !ENGINES.includes('postgres') }, () => {
+  let db: TestDb;
+  before(async () => {
+    db = await createTestDb('postgres');
+  });
+  after(async () => {
+    await db?.close();
+  });
+
+  // A run that waited for the lock instead would never end here: the timeout fails it.
+  test('an event being given a new delivery is not deleted for having none', { timeout: 20_000 }, async () => {
+    const clock = createTestClock();
+    const f = fixtures(db, clock);
+    const account = await f.account();
+    const endpoint = await f.endpoint(account);
+    const event = await f.event(account, 40);
+    const redelivery = new pg.Client({ connectionString: db.url });
+    await redelivery.connect();
+    try {
+      // What redeliverEvent does, held open: the event locked, a delivery not yet committed.
+      await redelivery.query('BEGIN');
+      assert.ok(await getEventForNewDelivery({ query: async (text, params) => { const r = await redelivery.query(text, params as unknown[]); return { rows: r.rows, rowCount: r.rowCount ?? 0 }; } }, account, event));
+      await redelivery.query(
+        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+         VALUES (gen_random_uuid(), $1, $2, $3, 'pending', now(), now(), now())`,
+        [account, event, endpoint],
+      );
+      const report = await runOnce(db, clock);
+      assert.equal(report.retention?.events, 0, 'skipped while locked');
+      await redelivery.query('COMMIT');
+    } finally {
+      await redelivery.end();
+    }
+    assert.ok((await ids(db, 'events')).has(event), 'the event stays with its new delivery');
+    assert.equal((await runOnce(db, clock)).retention?.events, 0);
   });
 });
 

@@ -94,14 +94,32 @@ export async function deleteExpiredDeliveries(
   });
 }
 
+/**
+ * Deletes those of the events given that are older than `days` and have no
+ * delivery left, inside the caller's transaction (READ COMMITTED). Two
+ * statements: the first locks the events, skipping any that a transaction
+ * giving it a new delivery holds (a redelivery locks the event FOR KEY
+ * SHARE, getEventForNewDelivery; such an event has a delivery again, or
+ * waits for a later walk); the second deletes among those locked, on a
+ * snapshot taken after the lock, so it sees every delivery committed before.
+ * A redelivery that comes later waits for this transaction, then finds the
+ * event gone. Skipping instead of waiting: this transaction holds the rows of
+ * the deliveries it deleted, which a redelivery may be about to lock.
+ */
 async function deleteEventsWithoutDeliveries(tx: Queryable, accountIds: readonly string[], eventIds: readonly string[], days: number, now: Date | null): Promise<number> {
+  const { rows } = await tx.query<{ account_id: string; id: string }>(
+    `SELECT e.account_id, e.id FROM events e JOIN unnest($1::uuid[], $2::uuid[]) AS g (account_id, id) ON e.account_id = g.account_id AND e.id = g.id
+      WHERE e.created_at < COALESCE($4::timestamptz, now()) - make_interval(days => $3)
+      FOR UPDATE OF e SKIP LOCKED`,
+    [accountIds, eventIds, days, now],
+  );
+  if (rows.length === 0) return 0;
   return (
     await tx.query(
       `DELETE FROM events e USING unnest($1::uuid[], $2::uuid[]) AS g (account_id, id)
         WHERE e.account_id = g.account_id AND e.id = g.id
-          AND e.created_at < COALESCE($4::timestamptz, now()) - make_interval(days => $3)
           AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.account_id = g.account_id AND d.event_id = g.id)`,
-      [accountIds, eventIds, days, now],
+      [rows.map((r) => r.account_id), rows.map((r) => r.id)],
     )
   ).rowCount;
 }
@@ -122,31 +140,25 @@ export interface EventWalkPosition {
  * whether the walk reached the cut-off.
  */
 export async function deleteEventsWithoutDeliveriesOf(
-  db: Queryable,
+  db: Db,
   p: { accountId: string; days: number; now: Date | null; after: EventWalkPosition | null; limit: number },
 ): Promise<{ deleted: number; scanned: number; last: EventWalkPosition | undefined; done: boolean }> {
-  const { rows } = await db.query<{ deleted: number; scanned: number; last_at: Date | null; last_id: string | null }>(
-    `WITH scanned AS MATERIALIZED (
-       SELECT e.account_id, e.id, e.created_at FROM events e
-        WHERE e.account_id = $1
-          AND e.created_at < COALESCE($3::timestamptz, now()) - make_interval(days => $2)
-          AND (e.created_at, e.id) > ($4::timestamptz, $5::uuid)
-        ORDER BY e.created_at, e.id
-        LIMIT $6
-     ), last AS (
-       SELECT created_at, id FROM scanned ORDER BY created_at DESC, id DESC LIMIT 1
-     ), gone AS (
-       DELETE FROM events e USING scanned s
-        WHERE e.account_id = s.account_id AND e.id = s.id
-          AND NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.account_id = s.account_id AND d.event_id = s.id)
-       RETURNING 1
-     )
-     SELECT (SELECT count(*) FROM gone)::int AS deleted, (SELECT count(*) FROM scanned)::int AS scanned,
-            (SELECT created_at FROM last) AS last_at, (SELECT id FROM last) AS last_id`,
+  const { rows } = await db.query<{ id: string; created_at: Date; orphan: boolean }>(
+    `SELECT e.id, e.created_at, NOT EXISTS (SELECT 1 FROM deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id) AS orphan
+       FROM events e
+      WHERE e.account_id = $1
+        AND e.created_at < COALESCE($3::timestamptz, now()) - make_interval(days => $2)
+        AND (e.created_at, e.id) > ($4::timestamptz, $5::uuid)
+      ORDER BY e.created_at, e.id
+      LIMIT $6`,
     [p.accountId, p.days, p.now, p.after?.createdAt ?? '-infinity', p.after?.id ?? FIRST_ID, p.limit],
   );
-  const r = rows[0]!;
-  return { deleted: r.deleted, scanned: r.scanned, last: r.last_at ? { createdAt: r.last_at, id: r.last_id! } : undefined, done: r.scanned < p.limit };
+  const orphans = rows.filter((r) => r.orphan).map((r) => r.id);
+  const deleted = orphans.length
+    ? await db.transaction((tx) => deleteEventsWithoutDeliveries(tx, orphans.map(() => p.accountId), orphans, p.days, p.now))
+    : 0;
+  const last = rows.at(-1);
+  return { deleted, scanned: rows.length, last: last ? { createdAt: last.created_at, id: last.id } : undefined, done: rows.length < p.limit };
 }
 
 /** The accounts after `after` in id order, `limit` at a time (the event walk goes account by account). */
