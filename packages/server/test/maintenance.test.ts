@@ -232,6 +232,27 @@ for (const engine of ENGINES) {
       assert.equal((await runOnce(db, clock)).prunedAttempts, 0);
     });
 
+    test('a prune starts a little behind where the last one cut; an attempt written later than that waits for the full prune', async () => {
+      await fresh();
+      const account = await f.account();
+      const endpoint = await f.endpoint(account);
+      const maintainer = maintainerOf(db, clock, { tuning: { fullPruneMs: 3_600_000 } });
+      await f.attempts(db, { accountId: account, endpointId: endpoint, n: 110 });
+      assert.equal((await maintainer.runOnce()).prunedAttempts, 10);
+      // One that started a day before the oldest kept, logged only now.
+      await f.attempts(db, { accountId: account, endpointId: endpoint, n: 1, startDaysAgo: 1 });
+      await f.attempts(db, { accountId: account, endpointId: endpoint, n: 1, startDaysAgo: -0.001 });
+      assert.equal((await maintainer.runOnce()).prunedAttempts, 1, 'the oldest kept before goes; the late one is behind the cut-off');
+      assert.equal(await count(db, 'attempts WHERE endpoint_id = $1', [endpoint]), 101);
+      // The leader's full prune (once a minute) takes it, and so does a new
+      // leader, which remembers no cut-off: it prunes whole logs.
+      await maintainer.stop();
+      await f.attempts(db, { accountId: account, endpointId: endpoint, n: 1, startDaysAgo: -0.002 });
+      assert.equal((await runOnce(db, clock)).prunedAttempts, 2);
+      assert.equal(await count(db, 'attempts WHERE endpoint_id = $1', [endpoint]), 100);
+      assert.equal(await count(db, 'attempts WHERE endpoint_id = $1 AND started_at < $2', [endpoint, f.ago(0.5)]), 0, 'the late one went');
+    });
+
     test('expired idempotency keys and ended sessions are swept', async () => {
       await fresh();
       const account = await f.account();
