@@ -151,6 +151,13 @@ interface Job {
   next: number;
 }
 
+/** Waits for `promise`, but no longer than `ms`. */
+async function within(ms: number, promise: Promise<unknown>): Promise<void> {
+  let bound: NodeJS.Timeout | undefined;
+  await Promise.race([promise, new Promise((r) => (bound = setTimeout(r, ms)))]);
+  clearTimeout(bound);
+}
+
 export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tuning: given }: MaintainerDeps): Maintainer {
   const tuning: MaintainerTuning = { ...DEFAULT_TUNING, ...given };
   const { batchSize, batchesPerRun } = tuning;
@@ -215,6 +222,9 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tunin
     if (lock) {
       if (await lock.check()) return true;
       log.warn({}, 'the maintainer lost its database connection, and with it the lead; another process (or this one, later) takes over');
+      // Closed, not just forgotten: a connection that only stopped answering
+      // in time would otherwise keep the lock from everyone. Not waited for.
+      void lock.release().catch(() => {});
       lock = undefined;
     }
     if (!force && monotonic() < nextLeaderTry) return false;
@@ -463,12 +473,10 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tunin
       stopped ??= (async () => {
         stopping = true;
         clearTimeout(timer);
-        let bound: NodeJS.Timeout | undefined;
-        await Promise.race([running, new Promise((r) => (bound = setTimeout(r, tuning.stopTimeoutMs)))]);
-        clearTimeout(bound);
+        await within(tuning.stopTimeoutMs, running);
         // Given up even if a job is still under way: its statements are
         // short and harmless to repeat, and another process takes over now.
-        await giveUpLeadership().catch(() => {});
+        await within(tuning.stopTimeoutMs, giveUpLeadership().catch(() => {}));
       })();
       return stopped;
     },

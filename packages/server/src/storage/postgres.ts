@@ -30,7 +30,7 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   };
 }
 
-/** A lock's connection that does not answer within this long is taken as lost. */
+/** A lock's connection that does not connect or answer within this long is taken as lost. */
 const LOCK_QUERY_TIMEOUT_MS = 10_000;
 
 /** The PostgreSQL adapter (`DATABASE_URL`), on node-postgres' pool. */
@@ -86,7 +86,13 @@ export async function openPostgres(options: PostgresOptions): Promise<Db> {
       // A client of its own, not one of the pool's: a session lock lives as
       // long as its connection, and holding a pool connection for good would
       // take it from the API and the dispatcher.
-      const client = new pg.Client({ connectionString: options.connectionString, types, keepAlive: true, query_timeout: LOCK_QUERY_TIMEOUT_MS });
+      const client = new pg.Client({
+        connectionString: options.connectionString,
+        types,
+        keepAlive: true,
+        connectionTimeoutMillis: LOCK_QUERY_TIMEOUT_MS,
+        query_timeout: LOCK_QUERY_TIMEOUT_MS,
+      });
       let lost = false;
       client.on('error', () => {
         lost = true;
