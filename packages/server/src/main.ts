@@ -15,7 +15,7 @@ import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
 import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
-import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
+import { createMaintainer } from './maintenance/maintainer.ts';
 import { openStorage } from './storage/open.ts';
 import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
 
@@ -106,13 +106,21 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       // Stopped first: in-flight attempts finish before the API and database close.
       closers.unshift(() => dispatcher!.stop());
     }
-    closers.unshift(
-      storage.db.engine === 'pglite'
-        ? // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
-          startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') })
-        : // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
-          startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') }),
-    );
+    // In every process; one at a time does the work (retention, pruning,
+    // vacuuming), and each checks the schema for a newer Herald's migration.
+    const maintainer = createMaintainer({
+      db: storage.db,
+      clock,
+      config: { retention: config.retention, sessionIdleMs: config.panel.sessionIdleMs },
+      log,
+      onSchemaTooNew: (err) => {
+        // The dispatcher stops claiming for good; what it has in flight still finishes.
+        (dispatcher as (Dispatcher & { pause?: (reason: string) => void }) | undefined)?.pause?.(err.message);
+      },
+    });
+    maintainer.start();
+    // Stopped first, within its own bound, so that another process can take the lead at once.
+    closers.unshift(() => maintainer.stop());
     let closing: Promise<void> | undefined;
     return {
       url,

@@ -103,7 +103,7 @@ export async function openApiDocument(): Promise<unknown> {
   const noDatabase = (): never => {
     throw new Error('the OpenAPI document is built without a database or a way to send');
   };
-  const db = { engine: 'postgres', query: noDatabase, transaction: noDatabase, exec: noDatabase, listen: noDatabase, close: async () => {} } as const;
+  const db = { engine: 'postgres', query: noDatabase, transaction: noDatabase, exec: noDatabase, listen: noDatabase, tryLockSession: noDatabase, close: async () => {} } as const;
   const deps = createServiceDeps({ db, encryptionKey: Buffer.alloc(32), clock: () => new Date(0), addresses: AddressPolicy.PUBLIC_ONLY });
   const outbound = { send: noDatabase };
   const app = await buildApp({ ...deps, outbound, disableAfter: 20, maxBodyBytes: 1, logLevel: 'silent' });
