@@ -78,6 +78,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
+        retention: config.retention,
         outbound: { send: (request) => sendAttempt(agent, { ...request, timeoutMs: config.dispatcher.requestTimeoutMs }) },
         rateLimits: config.rateLimits,
         panelAuth: config.panel,

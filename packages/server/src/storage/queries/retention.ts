@@ -169,7 +169,7 @@ export async function accountIdsAfter(db: Queryable, after: string | null, limit
 
 /**
  * Takes up to `limit` rows off the list of endpoints whose attempt log grew
- * (fed by a trigger on attempts, migration 013), without duplicates. The
+ * (fed by a trigger on attempts, migration 014), without duplicates. The
  * caller prunes them, and puts them back (`markAttemptLogsGrown`) if that fails.
  */
 export async function takeGrownAttemptLogs(db: Queryable, limit: number): Promise<string[]> {
