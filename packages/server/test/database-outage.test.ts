@@ -27,6 +27,9 @@ describe('Herald while its PostgreSQL goes away', { skip: !CLUSTER_AVAILABLE && 
     HERALD_ENDPOINT_CONCURRENCY: '16',
     HERALD_POLL_MS: '200',
     HERALD_DATABASE_TIMEOUT_MS: String(DATABASE_TIMEOUT_MS),
+    // The shortest lease: a claim that a frozen server commits after Herald
+    // gave up on it holds its deliveries until the lease runs out.
+    HERALD_LEASE_MS: '15000',
     HERALD_LOG_LEVEL: 'silent',
     ...extra,
   });

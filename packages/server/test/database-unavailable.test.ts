@@ -2,9 +2,8 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { EventEmitter } from 'node:events';
 import pg from 'pg';
-import { PasswordHasher } from '../src/core/passwords.ts';
-import { SchemaValidator } from '../src/core/schema-validator.ts';
 import { buildApp } from '../src/http/app.ts';
+import { createServiceDeps } from '../src/services/deps.ts';
 import { classifyDatabaseError, DatabaseUnavailableError, unavailableReason, type Db } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { ENGINES } from './helpers/engines.ts';
@@ -41,12 +40,8 @@ describe('which database errors mean "unavailable"', () => {
 describe('health routes without a database', () => {
   function appOn(db: Partial<Db>) {
     return buildApp({
-      db: { engine: 'postgres', ...db } as Db,
-      encryptionKey: TEST_KEY,
-      clock: () => new Date(),
-      validator: new SchemaValidator(),
-      addresses: TEST_ADDRESSES,
-      passwords: new PasswordHasher(),
+      ...createServiceDeps({ db: { engine: 'postgres', ...db } as Db, encryptionKey: TEST_KEY, clock: () => new Date(), addresses: TEST_ADDRESSES }),
+      outbound: { send: () => Promise.reject(new Error('this test sends nothing')) },
       disableAfter: 20,
       maxBodyBytes: 1024,
       logLevel: 'silent',

@@ -7,3 +7,12 @@ export const systemClock: Clock = () => new Date();
 export function unixSeconds(date: Date): number {
   return Math.floor(date.getTime() / 1000);
 }
+
+/**
+ * The time a query should take as "now": null for the system clock (the
+ * query then uses the database's own clock, the one every process shares),
+ * the clock's time otherwise (tests).
+ */
+export function databaseTime(clock: Clock): Date | null {
+  return clock === systemClock ? null : clock();
+}

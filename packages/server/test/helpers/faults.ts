@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { systemClock } from '../../src/core/clock.ts';
-import { PasswordHasher } from '../../src/core/passwords.ts';
-import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
+import { createServiceDeps } from '../../src/services/deps.ts';
 import { createEndpoint } from '../../src/services/endpoints.ts';
 import { openPostgres } from '../../src/storage/postgres.ts';
 import { TEST_ADDRESSES, TEST_KEY } from './herald.ts';
@@ -12,7 +11,7 @@ import type { ReceivedRequest } from './receiver.ts';
 export async function seedAccount(url: string, receiverUrl: string): Promise<{ accountId: string; key: string }> {
   const db = await openPostgres({ connectionString: url, max: 1 });
   try {
-    const deps = { db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator(), addresses: TEST_ADDRESSES, passwords: new PasswordHasher() };
+    const deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: systemClock, addresses: TEST_ADDRESSES });
     const accountId = (await createAccount(db, 'Acme')).id;
     const { key } = await createApiKey(db, accountId);
     await createEndpoint(deps, accountId, { url: receiverUrl, event_types: ['shipment.created'] });
