@@ -159,6 +159,39 @@ for (const engine of ENGINES) {
       }
       assert.equal((await h.api('GET', '/readyz')).status, 200);
     });
+
+    test('a request with an Idempotency-Key whose key cannot be freed either is still a 503 problem that names no server', async () => {
+      // The key is claimed; then the database goes away: the publish fails, and so does freeing the key.
+      const real = h.db.query;
+      let down = false;
+      h.db.query = ((text: string, params?: readonly unknown[], options?: unknown) => {
+        if (down) return Promise.reject(new DatabaseUnavailableError('unreachable', { cause: new Error('connect ECONNREFUSED 10.0.0.5:5432') }));
+        if (/^\s*INSERT INTO idempotency_keys/.test(text)) down = true;
+        return real.call(h.db, text, params, options as never);
+      }) as Db['query'];
+      let res;
+      try {
+        res = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } }, undefined, { 'idempotency-key': 'outage-1' });
+      } finally {
+        h.db.query = real;
+      }
+      assertProblem(res, 'database_unavailable');
+      assert.equal(res.json.reason, 'unreachable');
+      assert.ok(!JSON.stringify(res.json).includes('10.0.0.5'), 'the server\u2019s address stays in the log');
+
+      // The publish is stored, but its answer cannot be: a 503 problem too, so the client tries again.
+      h.db.query = ((text: string, params?: readonly unknown[], options?: unknown) => {
+        if (/^\s*UPDATE idempotency_keys/.test(text)) return Promise.reject(new DatabaseUnavailableError('timeout', { cause: new Error('Query read timeout') }));
+        return real.call(h.db, text, params, options as never);
+      }) as Db['query'];
+      try {
+        res = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 2 } }, undefined, { 'idempotency-key': 'outage-2' });
+      } finally {
+        h.db.query = real;
+      }
+      assertProblem(res, 'database_unavailable');
+      assert.equal(res.json.reason, 'timeout');
+    });
   });
 }
 

@@ -75,18 +75,33 @@ export function idempotency(app: FastifyInstance, deps: ServiceDeps): void {
     return reply.send(stored.body === '' ? undefined : stored.body);
   });
 
+  /**
+   * Frees the key; a failure to do so is logged, not thrown. The answer being
+   * sent is often itself about the database being unavailable, and an error
+   * thrown here would replace it with fastify's own, which is no problem
+   * document and quotes the driver's message. A key left unfinished is taken
+   * over after ABANDONED_AFTER_MS.
+   */
+  async function release(req: FastifyRequest, key: string): Promise<void> {
+    try {
+      await q.releaseIdempotencyKey(deps.db, req.accountId, key);
+    } catch (err) {
+      req.log.warn({ err }, 'could not free the Idempotency-Key of a request that failed; a retry may take it over after a minute');
+    }
+  }
+
   app.addHook('onSend', async (req, reply, payload) => {
     const key = req.idempotencyKey;
     if (key === undefined) return payload;
     req.idempotencyKey = undefined;
     if (reply.statusCode >= 500) {
-      await q.releaseIdempotencyKey(deps.db, req.accountId, key);
+      await release(req, key);
       return payload;
     }
     const body = payload === undefined || payload === null ? '' : typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : undefined;
     if (body === undefined) {
       // A streamed body cannot be stored; free the key rather than replay something else.
-      await q.releaseIdempotencyKey(deps.db, req.accountId, key);
+      await release(req, key);
       return payload;
     }
     const contentType = reply.getHeader('content-type');
