@@ -5,7 +5,7 @@ import pg from 'pg';
 import { DEFAULT_PANEL_AUTH, loadConfig, type RetentionConfig } from '../src/config.ts';
 import { uuidV7 } from '../src/core/ids.ts';
 import { createMaintainer, MAINTAINER_LOCK, type Maintainer, type MaintainerTuning } from '../src/maintenance/maintainer.ts';
-import type { Db } from '../src/storage/db.ts';
+import type { Db, SessionLock } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { getEventForNewDelivery } from '../src/storage/queries/events.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
@@ -347,6 +347,40 @@ describe('one maintainer leads at a time [postgres]', { skip: !ENGINES.includes(
     assert.equal((await second.runOnce()).leader, false, 'the first notices it lost the lock, and cannot take it back');
     await second.stop();
     await third.stop();
+  });
+});
+
+describe('a maintainer that stops while the lock is being taken', () => {
+  // On PostgreSQL taking the lock opens a connection (bounded by 10 s each for
+  // connecting and asking), longer than stop() waits for a run under way.
+  test('gives the lock up when it arrives after stop(), instead of leading for good', async () => {
+    const real = await createTestDb('pglite');
+    try {
+      let arrive!: (lock: SessionLock) => void;
+      let asked = false;
+      const db: Db = {
+        ...real,
+        engine: 'pglite',
+        query: real.query.bind(real),
+        transaction: real.transaction.bind(real),
+        exec: real.exec.bind(real),
+        tryLockSession: () => {
+          asked = true;
+          return new Promise<SessionLock>((resolve) => (arrive = resolve));
+        },
+      };
+      const maintainer = maintainerOf(db, createTestClock(), { tuning: { stopTimeoutMs: 20 } });
+      const run = maintainer.runOnce();
+      while (!asked) await new Promise((r) => setImmediate(r));
+      await maintainer.stop();
+      let released = false;
+      arrive({ check: async () => true, release: async () => void (released = true) });
+      const report = await run;
+      assert.equal(report.leader, false, 'a stopped maintainer does not lead');
+      assert.equal(released, true, 'the lock is given up, so that another process can lead');
+    } finally {
+      await real.close();
+    }
   });
 });
 

@@ -229,7 +229,15 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tunin
     }
     if (!force && monotonic() < nextLeaderTry) return false;
     nextLeaderTry = monotonic() + tuning.leaderRetryMs;
-    lock = await db.tryLockSession(MAINTAINER_LOCK);
+    const taken = await db.tryLockSession(MAINTAINER_LOCK);
+    // stop() may have given up waiting for this (taking the lock opens a
+    // connection, which can take longer): kept now, nobody would release it,
+    // and no process would lead while this one lives.
+    if (taken && stopping) {
+      await taken.release().catch(() => {});
+      return false;
+    }
+    lock = taken;
     if (lock) {
       forgetWalks();
       log.info({}, 'this process maintains the database (retention, attempt-log pruning, vacuuming)');
