@@ -81,6 +81,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
     const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
 
+    // Set as soon as close() is called: the health routes answer 503 from then on.
+    let stopping = false;
     let app: FastifyInstance | undefined;
     let url: string | undefined;
     let setupLink: string | undefined;
@@ -100,6 +102,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         logLevel: config.logLevel,
         logStream,
         panel: { root: panelDistDir },
+        stopping: () => stopping,
       });
       url = await app.listen({ host: config.host, port: config.port });
       if (await setupNeeded(storage.db)) setupLink = `${url}/setup#token=${deps.setupToken!.value}`;
@@ -143,6 +146,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       dispatcher,
       deps,
       close() {
+        stopping = true;
         closing ??= (async () => {
           const closed = (async () => {
             for (const close of closers) await close().catch(() => {});

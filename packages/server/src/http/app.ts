@@ -16,6 +16,7 @@ import { databaseProblem, problemOf, refuseWhileClosing, sendProblem, toProblem 
 import { checkReadiness, READINESS_TIMEOUT_MS } from '../storage/readiness.ts';
 import { registerRateLimits } from './rate-limit.ts';
 import { clientKey } from '../core/client-key.ts';
+import { HeraldError } from '../errors.ts';
 import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
@@ -65,6 +66,12 @@ export interface AppOptions extends RouteDeps {
    * connection's own address, whatever the headers say.
    */
   trustedProxies?: readonly string[];
+  /**
+   * True once the process has begun to stop. /healthz and /readyz then answer
+   * 503 `shutting_down` at once, so that load balancers stop sending here
+   * while the deliveries in flight finish; the API serves until it closes.
+   */
+  stopping?: () => boolean;
 }
 
 /**
@@ -124,6 +131,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   for (const schema of SHARED_SCHEMAS) app.addSchema(schema);
   await registerOpenApi(app);
 
+  const refuseIfStopping = () => {
+    if (options.stopping?.()) throw new HeraldError('shutting_down', 'this Herald process is stopping; send traffic to another one');
+  };
   // Outside /v1: no credential, no rate limit, so a probe is never refused for either.
   const status = { type: 'object', required: ['status'], properties: { status: { type: 'string', enum: ['ok'] } } } as const;
   app.get(
@@ -138,7 +148,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
         response: { 200: ok(status, 'The process is alive.') },
       },
     },
-    async () => ({ status: 'ok' as const }),
+    async () => {
+      refuseIfStopping();
+      return { status: 'ok' as const };
+    },
   );
   app.get(
     '/readyz',
@@ -153,6 +166,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       },
     },
     async (_request, reply) => {
+      refuseIfStopping();
       const readiness = await checkReadiness(options.db);
       if (readiness.ready) return { status: 'ok' as const };
       return sendProblem(reply, databaseProblem(readiness.reason, readiness.detail));
