@@ -7,7 +7,7 @@ import { openPostgres } from '../src/storage/postgres.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
 import { DEFAULT_PANEL_AUTH, DEFAULT_RETENTION } from '../src/config.ts';
 import { createMaintainer } from '../src/maintenance/maintainer.ts';
-import { analyzeStaleTables, STATISTICS_LOCK, STATISTICS_MAX_ROWS, vacuumEmbedded } from '../src/storage/maintenance.ts';
+import { analyzeStaleTables, STATISTICS_LOCK, STATISTICS_MAX_ROWS, vacuumChurningTables, vacuumEmbedded } from '../src/storage/maintenance.ts';
 
 const MAINTAINER_CONFIG = { retention: DEFAULT_RETENTION, sessionIdleMs: DEFAULT_PANEL_AUTH.sessionIdleMs };
 
@@ -143,6 +143,16 @@ describe('on PostgreSQL, a table that outgrew its statistics is analysed at once
     assert.ok(report.maintained?.includes('analyze idempotency_keys'), String(report.maintained));
     assert.ok(report.maintained?.includes('vacuum attempt_log_grown'), String(report.maintained));
     assert.deepEqual(errors, []);
+  });
+
+  test('vacuuming a churning table keeps its empty pages: no ACCESS EXCLUSIVE lock to cut them off, which would stop claims', async () => {
+    await writer.query('INSERT INTO attempt_log_grown (endpoint_id) SELECT gen_random_uuid() FROM generate_series(1, 5000)');
+    await writer.query('DELETE FROM attempt_log_grown');
+    const size = async () => (await db.query<{ n: number }>(`SELECT pg_relation_size('attempt_log_grown')::int AS n`)).rows[0]!.n;
+    const before = await size();
+    assert.ok(before > 0);
+    assert.deepEqual(await vacuumChurningTables(db, ['attempt_log_grown']), ['attempt_log_grown']);
+    assert.equal(await size(), before, 'the pages stay, to be filled again at once');
   });
 
   test('a table whose last ANALYZE counted maxRows or more is left to autovacuum, however much it grows', async () => {

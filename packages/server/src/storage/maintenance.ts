@@ -39,6 +39,12 @@ export async function vacuumEmbedded(db: Db): Promise<void> {
  * VACUUM of the churning tables on PostgreSQL, those that exist and the role
  * owns (PostgreSQL would only warn about the others), never waiting for a
  * lock. Returns the tables vacuumed.
+ *
+ * Without truncating them: cutting a table's empty end pages off takes an
+ * ACCESS EXCLUSIVE lock, which stops every claim and record while it is held
+ * (and is replayed on standbys), and VACUUM keeps trying for it up to 5 s
+ * while claims keep the table busy. These tables fill those pages again
+ * within seconds anyway.
  */
 export async function vacuumChurningTables(db: Db, tables: readonly string[] = CHURNING_TABLES): Promise<string[]> {
   const { rows } = await db.query<{ relname: string }>(
@@ -48,7 +54,7 @@ export async function vacuumChurningTables(db: Db, tables: readonly string[] = C
       ORDER BY c.relname`,
     [tables],
   );
-  for (const { relname } of rows) await db.exec(`VACUUM (SKIP_LOCKED) ${relname}`);
+  for (const { relname } of rows) await db.exec(`VACUUM (SKIP_LOCKED, TRUNCATE false) ${relname}`);
   return rows.map((r) => r.relname);
 }
 
