@@ -174,6 +174,13 @@ export async function openPostgres(options: PostgresOptions): Promise<Db> {
       });
       try {
         await client.connect();
+        // The server holds a session lock until it notices the connection is
+        // gone: with the kernel's default keepalive that is some two hours
+        // after the leader's machine dies without closing it (power cut,
+        // network split), and nobody maintains the database meanwhile. These
+        // make the server give up on a silent client within about a minute.
+        // Set after connecting, not as start-up options, which PgBouncer refuses.
+        await client.query('SET tcp_keepalives_idle = 30; SET tcp_keepalives_interval = 10; SET tcp_keepalives_count = 3');
         const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [key]);
         if (rows[0]?.got) {
           const lock = {
