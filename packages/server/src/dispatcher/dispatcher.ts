@@ -7,7 +7,7 @@ import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
 import { decryptSecret } from '../core/secrets.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import { DELIVERIES_CHANNEL } from '../storage/queries/deliveries.ts';
-import { nextDueAt } from '../storage/queries/claim-deliveries.ts';
+import { nextDueIn } from '../storage/queries/claim-deliveries.ts';
 import { assertSchemaKnown, SchemaTooNewError } from '../storage/migrate.ts';
 import { ATTEMPTS_KEPT, pruneAttempts, type AttemptOutcome } from '../storage/queries/record-results.ts';
 import { claimDue, type Claim } from './claim.ts';
@@ -369,8 +369,7 @@ export function createDispatcher(deps: DispatcherDeps): Dispatcher {
   }
 
   async function scheduleNextWake(): Promise<void> {
-    const at = await nextDueAt(db, clock());
-    const wait = at ? at.getTime() - clock().getTime() : config.pollMs;
+    const wait = (await nextDueIn(db, clock())) ?? config.pollMs;
     armTimer(Math.max(0, Math.min(wait, config.pollMs)));
   }
 

@@ -1,5 +1,16 @@
 import type { Db } from '../storage/db.ts';
-import { recordResults, skipPendingDeliveries, type AttemptRecord, type DeliveryUpdate } from '../storage/queries/record-results.ts';
+import type { DeliveryState } from '../storage/queries/deliveries.ts';
+import { recordResults, type AttemptRecord, type DeliveryResult } from '../storage/queries/record-results.ts';
+
+/** A delivery's new state, in this dispatcher's older shape (see `toResult`). */
+export interface DeliveryUpdate {
+  id: string;
+  leaseToken: number;
+  state: DeliveryState;
+  nextAttemptAt: Date;
+  lastStatus: number | null;
+  lastError: string | null;
+}
 
 /** One finished piece of work: the delivery's new state and, if a request was sent, its attempt. */
 export interface Finished {
@@ -64,18 +75,32 @@ export function createRecorder(options: RecorderOptions) {
     };
   }
 
+  // A bridge to the storage layer's results, kept until the dispatcher is
+  // rewritten against them directly.
+  function toResult(f: Finished, now: Date): DeliveryResult {
+    const u = f.update;
+    const outcome = u.state === 'pending' ? (f.attempt ? 'retry' : 'given_back') : u.state;
+    return {
+      deliveryId: u.id,
+      leaseToken: u.leaseToken,
+      endpointId: f.endpointId,
+      outcome,
+      retryInMs: outcome === 'retry' ? Math.max(0, u.nextAttemptAt.getTime() - now.getTime()) : null,
+      status: u.lastStatus,
+      error: u.lastError,
+      throttle: null,
+      attempt: f.attempt,
+    };
+  }
+
   async function writeBatch(batch: Finished[]): Promise<void> {
     const now = options.now();
-    const disabled = await recordResults(options.db, {
-      attempts: batch.flatMap((f) => (f.attempt ? [f.attempt] : [])),
-      updates: batch.map((f) => f.update),
+    const { disabled } = await recordResults(options.db, {
+      results: batch.map((f) => toResult(f, now)),
       now,
-      threshold: options.disableAfter,
+      disableAfter: options.disableAfter,
+      endpointCap: Number.MAX_SAFE_INTEGER,
     });
-    // A separate statement, run only when an endpoint was just disabled. If
-    // the process dies in between, nothing is sent anyway: a claim of a
-    // disabled endpoint's delivery skips it instead of sending.
-    if (disabled.length > 0) await skipPendingDeliveries(options.db, disabled, now);
     for (const f of batch) touched.add(f.endpointId);
     if (disabled.length > 0) options.onDisabled?.(disabled);
   }
