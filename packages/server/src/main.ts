@@ -5,7 +5,7 @@ import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
-import { systemClock, type Clock } from './core/clock.ts';
+import { databaseTime, systemClock, type Clock } from './core/clock.ts';
 import { PasswordHasher } from './core/passwords.ts';
 import { SetupToken } from './core/setup-token.ts';
 import { SchemaValidator } from './core/schema-validator.ts';
@@ -19,7 +19,7 @@ import type { ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
 import { openStorage } from './storage/open.ts';
-import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
+import { reapAllLeases } from './storage/queries/claim-deliveries.ts';
 
 export interface Herald {
   /** Where the API listens (absent for `--role worker`). */
@@ -58,7 +58,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const storage = await openStorage(config, { poolSize: config.dispatcher.concurrency > 64 ? 20 : 10 });
   const closers: Array<() => Promise<unknown>> = [];
   try {
-    if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
+    if (storage.db.engine === 'pglite') await reapAllLeases(storage.db, databaseTime(clock));
     const deps: ServiceDeps = {
       db: storage.db,
       encryptionKey: storage.encryptionKey,
