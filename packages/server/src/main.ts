@@ -12,7 +12,9 @@ import { SchemaValidator } from './core/schema-validator.ts';
 import { loadOrCreateDevCa } from './dev/dev-ca.ts';
 import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
-import { createAgent } from './dispatcher/send.ts';
+import { databaseParts } from './dispatcher/parts.ts';
+import { createAgent } from './outbound/agent.ts';
+import { sendAttempt } from './outbound/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
 import type { ServiceDeps } from './services/deps.ts';
@@ -105,10 +107,23 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     const log = app?.log ?? pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
     let dispatcher: Dispatcher | undefined;
     if (config.role !== 'api') {
-      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log, connect });
+      // As many connections per origin as the origin cap lets requests be in
+      // flight: a request never waits in the client for one.
+      const agent = createAgent({ connections: config.dispatcher.originConcurrency, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
+      dispatcher = createDispatcher({
+        ...databaseParts(storage.db, config.dispatcher),
+        config: config.dispatcher,
+        clock,
+        log,
+        encryptionKey: storage.encryptionKey,
+        send: (req) => sendAttempt(agent, req),
+      });
       await dispatcher.start();
       // Stopped first: in-flight attempts finish before the API and database close.
-      closers.unshift(() => dispatcher!.stop());
+      closers.unshift(async () => {
+        await dispatcher!.stop();
+        await agent.destroy();
+      });
     }
     closers.unshift(
       storage.db.engine === 'pglite'

@@ -2,7 +2,7 @@ import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
 import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
-import { createAgent } from '../dispatcher/send.ts';
+import { createAgent } from '../outbound/agent.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { authHook, type Principal } from './auth.ts';

@@ -44,6 +44,7 @@ function single(value: string | string[] | undefined): string | undefined {
 async function readExcerpt(body: ResponseBody): Promise<Buffer | null> {
   const chunks: Buffer[] = [];
   let size = 0;
+  let whole = false;
   const timer = setTimeout(() => body.destroy(), EXCERPT_READ_MS);
   try {
     for await (const chunk of body as AsyncIterable<Buffer>) {
@@ -51,11 +52,13 @@ async function readExcerpt(body: ResponseBody): Promise<Buffer | null> {
       size += chunk.length;
       if (size >= RESPONSE_EXCERPT_BYTES) break;
     }
+    whole = size < RESPONSE_EXCERPT_BYTES;
   } catch {
     // Cut off by the time limit or by the receiver: what came is the excerpt.
   } finally {
     clearTimeout(timer);
-    body.destroy();
+    // A body read to its end keeps its connection for the next request.
+    if (!whole) body.destroy();
   }
   return size === 0 ? null : Buffer.concat(chunks).subarray(0, RESPONSE_EXCERPT_BYTES);
 }

@@ -246,8 +246,8 @@ export async function recordResults(
             SET state = v.state,
                 attempts = d.attempts + CASE WHEN v.counted THEN 1 ELSE 0 END,
                 next_attempt_at = COALESCE($7::timestamptz, now()) + COALESCE(v.due_in_ms, 0) * interval '1 millisecond',
-                last_status = CASE WHEN v.given_back THEN d.last_status ELSE v.last_status END,
-                last_error = CASE WHEN v.given_back THEN d.last_error ELSE v.last_error END,
+                last_status = CASE WHEN g.given_back THEN d.last_status ELSE v.last_status END,
+                last_error = CASE WHEN g.given_back THEN d.last_error ELSE v.last_error END,
                 updated_at = COALESCE($7::timestamptz, now())
            FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::int8[], $5::int[], $6::text[])
                 AS v (id, state, counted, due_in_ms, last_status, last_error)
