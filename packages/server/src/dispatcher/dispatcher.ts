@@ -106,7 +106,8 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
   function waitForWake(ms: number): Promise<void> {
     if (woken || !running) return Promise.resolve();
     return new Promise((resolve) => {
-      const timer = setTimeout(done, ms);
+      // Unreferenced: a worker waiting for work does not keep the process alive.
+      const timer = setTimeout(done, ms).unref();
       function done() {
         clearTimeout(timer);
         endWait = undefined;
