@@ -125,18 +125,23 @@ BEGIN
     SELECT r.origin, p_origin_cap - COALESCE((SELECT count(*)::int FROM in_flight f WHERE f.origin = r.origin), 0) AS room
       FROM (SELECT DISTINCT er.origin FROM endpoint_room er WHERE er.room > 0) r
   ), candidates AS (
-    -- Each endpoint's oldest due rows, up to its room, through the same
-    -- index, passing over those in flight (at most its cap of them). The row
-    -- lock keeps a concurrent change of state (an endpoint being disabled
-    -- skips its pending deliveries) from crossing the claim.
+    -- Each endpoint's oldest due rows, up to its room, through
+    -- deliveries_pending_by_endpoint, passing over those in flight (at most
+    -- its cap of them). The endpoint is matched as a range, and the order
+    -- names it, so that no plan can read deliveries_due instead and filter
+    -- it by endpoint: that reads every due row ahead of the endpoint's, a
+    -- whole backlog of another endpoint included. The row lock keeps a
+    -- concurrent change of state (an endpoint being disabled skips its
+    -- pending deliveries) from crossing the claim.
     SELECT c.id, c.next_attempt_at, er.endpoint_id, er.origin,
            row_number() OVER (PARTITION BY er.endpoint_id ORDER BY c.next_attempt_at, c.id) AS nth_of_endpoint
       FROM endpoint_room er
      CROSS JOIN LATERAL (
        SELECT d.id, d.next_attempt_at FROM deliveries d
-        WHERE d.endpoint_id = er.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= v_now
+        WHERE d.endpoint_id >= er.endpoint_id AND d.endpoint_id <= er.endpoint_id
+          AND d.state = 'pending' AND d.next_attempt_at <= v_now
           AND NOT EXISTS (SELECT 1 FROM in_flight f WHERE f.delivery_id = d.id)
-        ORDER BY d.next_attempt_at
+        ORDER BY d.endpoint_id, d.next_attempt_at
         LIMIT er.room
         FOR NO KEY UPDATE SKIP LOCKED
      ) c
