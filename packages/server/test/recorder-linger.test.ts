@@ -49,7 +49,7 @@ for (const engine of ENGINES) {
     async function claim(n: number): Promise<ClaimedDelivery[]> {
       await h.api('POST', '/v1/events/batch', { events: Array.from({ length: n }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
       const now = h.clock.now();
-      return claimDeliveries(h.db, { now, limit: n, scan: 4 * n, leaseUntil: new Date(now.getTime() + MINUTE), maxAttempts: 7, endpointCap: n, inFlight: new Map() });
+      return claimDeliveries(h.db, { now, limit: n, leaseMs: MINUTE, endpointCap: n, originCap: n });
     }
     const succeeded = (c: ClaimedDelivery): Finished => ({
       endpointId: c.endpoint_id,
