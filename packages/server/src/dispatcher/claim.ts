@@ -15,7 +15,8 @@ export async function claimDue(
   db: Queryable,
   p: { now: Date; limit: number; leaseMs: number; maxAttempts: number; endpointCap: number; inFlightByEndpoint: ReadonlyMap<string, number> },
 ): Promise<Claim[]> {
-  const claimed = await claimDeliveries(db, { now: p.now, limit: p.limit, leaseMs: p.leaseMs, endpointCap: p.endpointCap, originCap: p.endpointCap });
+  // This dispatcher knows no origin cap: the largest the claim takes.
+  const claimed = await claimDeliveries(db, { now: p.now, limit: p.limit, leaseMs: p.leaseMs, endpointCap: p.endpointCap, originCap: 2 ** 31 - 1 });
   for (const d of claimed) {
     (d as Claim).attempts = d.attempt;
     (d as Claim).exhausted = false;
