@@ -74,10 +74,14 @@ $$;
 -- The claim. p_now is NULL in production (the database's clock; tests pass
 -- their own), p_lease_ms the lease, p_endpoint_cap and p_origin_cap the most
 -- deliveries in flight to one endpoint and to one origin across all workers.
+-- It always uses its generic plan, as the claim of migration 006 did (the
+-- notes there say why): every access below is by key or in index order, so
+-- the plan's shape does not depend on the values.
 CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int)
 RETURNS TABLE (id uuid, account_id uuid, event_id uuid, endpoint_id uuid, attempt int, lease_token bigint, type text,
                body text, url text, origin text, secret_encrypted bytea, enabled boolean)
 LANGUAGE plpgsql VOLATILE ROWS 64
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
