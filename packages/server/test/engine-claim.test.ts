@@ -5,7 +5,9 @@ import type { Db, Queryable } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { claimDeliveries, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
 import { recordResults, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
+import { databaseTime, systemClock } from '../src/core/clock.ts';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
+import { createTestClock } from './helpers/clock.ts';
 
 /**
  * The claim and the record step at the query level, on real databases: the
@@ -19,6 +21,12 @@ const LOST_REASON =
   'stopped after 3 attempts that never finished: each time, the worker sending it stopped (crashed, was killed or lost the database) before the receiver answered';
 
 const at = (ms: number) => new Date(T0.getTime() + ms);
+
+test("databaseTime: null (the database's clock) for the system clock, a test clock's own time otherwise", () => {
+  assert.equal(databaseTime(systemClock), null);
+  const clock = createTestClock(T0);
+  assert.equal(databaseTime(clock.now)?.getTime(), T0.getTime());
+});
 
 for (const engine of ENGINES) {
   describe(`claiming and recording in_flight work [${engine}]`, () => {

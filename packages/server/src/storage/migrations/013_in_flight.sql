@@ -99,13 +99,16 @@ BEGIN
     -- Every endpoint with pending work, one index probe each (a loose index
     -- scan over deliveries_pending_by_endpoint): an endpoint at its cap with
     -- a long backlog costs one probe, and cannot hide the others' due rows.
-    (SELECT d.endpoint_id FROM deliveries d WHERE d.state = 'pending' ORDER BY d.endpoint_id LIMIT 1)
+    -- The order names next_attempt_at so that only that partial index serves
+    -- it: through deliveries_endpoint_state a probe would walk past every
+    -- finished delivery of an endpoint with nothing pending.
+    (SELECT d.endpoint_id FROM deliveries d WHERE d.state = 'pending' ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
     UNION ALL
     SELECT n.endpoint_id
       FROM waiting w CROSS JOIN LATERAL (
         SELECT d.endpoint_id FROM deliveries d
          WHERE d.state = 'pending' AND d.endpoint_id > w.endpoint_id
-         ORDER BY d.endpoint_id LIMIT 1
+         ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) n
   ), busy AS (
     SELECT f.endpoint_id, count(*)::int AS n FROM in_flight f GROUP BY f.endpoint_id
