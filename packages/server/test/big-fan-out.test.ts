@@ -39,16 +39,16 @@ for (const engine of ENGINES) {
     test('a claim of every delivery of one event holds its body once, shared by all of them', async () => {
       const { body } = await fanOut(256 * 1024);
       const now = h.clock.now();
-      const claims = await claimDeliveries(h.db, { now, limit: 100, scan: 400, leaseUntil: new Date(now.getTime() + 60_000), maxAttempts: 7, endpointCap: 100, inFlight: new Map() });
+      const claims = await claimDeliveries(h.db, { now, limit: 100, leaseMs: 60_000, endpointCap: 100, originCap: 100 });
       assert.equal(claims.length, ENDPOINTS);
       const bodies = new Set(claims.map((c) => c.body));
       assert.equal(bodies.size, 1, 'one Buffer for the event, not one per delivery');
       assert.ok(claims[0]!.body.equals(body), 'and it is the event as stored');
       // The claim's rows themselves carry it once: the wire holds one copy too.
-      await h.db.query(`UPDATE deliveries SET lease_until = NULL WHERE id = ANY ($1::uuid[])`, [claims.map((c) => c.id)]);
+      await h.db.query(`DELETE FROM in_flight WHERE delivery_id = ANY ($1::uuid[])`, [claims.map((c) => c.id)]);
       const { rows } = await h.db.query<{ bodies: number; rows: number }>(
-        `SELECT count(body)::int AS bodies, count(*)::int AS rows FROM herald_claim($1, '{}', 400, 100, '{}', '{}', 100, 7, $2)`,
-        [now, new Date(now.getTime() + 60_000)],
+        `SELECT count(body)::int AS bodies, count(*)::int AS rows FROM herald_claim($1, 100, 60000, 100, 100)`,
+        [now],
       );
       assert.deepEqual(rows[0], { bodies: 1, rows: ENDPOINTS });
     });

@@ -74,10 +74,14 @@ $$;
 -- The claim. p_now is NULL in production (the database's clock; tests pass
 -- their own), p_lease_ms the lease, p_endpoint_cap and p_origin_cap the most
 -- deliveries in flight to one endpoint and to one origin across all workers.
+-- It always uses its generic plan, as the claim of migration 006 did (the
+-- notes there say why): every access below is by key or in index order, so
+-- the plan's shape does not depend on the values.
 CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int)
 RETURNS TABLE (id uuid, account_id uuid, event_id uuid, endpoint_id uuid, attempt int, lease_token bigint, type text,
                body text, url text, origin text, secret_encrypted bytea, enabled boolean)
 LANGUAGE plpgsql VOLATILE ROWS 64
+SET plan_cache_mode = force_generic_plan
 AS $$
 #variable_conflict use_column
 DECLARE
@@ -95,13 +99,16 @@ BEGIN
     -- Every endpoint with pending work, one index probe each (a loose index
     -- scan over deliveries_pending_by_endpoint): an endpoint at its cap with
     -- a long backlog costs one probe, and cannot hide the others' due rows.
-    (SELECT d.endpoint_id FROM deliveries d WHERE d.state = 'pending' ORDER BY d.endpoint_id LIMIT 1)
+    -- The order names next_attempt_at so that only that partial index serves
+    -- it: through deliveries_endpoint_state a probe would walk past every
+    -- finished delivery of an endpoint with nothing pending.
+    (SELECT d.endpoint_id FROM deliveries d WHERE d.state = 'pending' ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1)
     UNION ALL
     SELECT n.endpoint_id
       FROM waiting w CROSS JOIN LATERAL (
         SELECT d.endpoint_id FROM deliveries d
          WHERE d.state = 'pending' AND d.endpoint_id > w.endpoint_id
-         ORDER BY d.endpoint_id LIMIT 1
+         ORDER BY d.endpoint_id, d.next_attempt_at LIMIT 1
       ) n
   ), busy AS (
     SELECT f.endpoint_id, count(*)::int AS n FROM in_flight f GROUP BY f.endpoint_id
@@ -125,18 +132,23 @@ BEGIN
     SELECT r.origin, p_origin_cap - COALESCE((SELECT count(*)::int FROM in_flight f WHERE f.origin = r.origin), 0) AS room
       FROM (SELECT DISTINCT er.origin FROM endpoint_room er WHERE er.room > 0) r
   ), candidates AS (
-    -- Each endpoint's oldest due rows, up to its room, through the same
-    -- index, passing over those in flight (at most its cap of them). The row
-    -- lock keeps a concurrent change of state (an endpoint being disabled
-    -- skips its pending deliveries) from crossing the claim.
+    -- Each endpoint's oldest due rows, up to its room, through
+    -- deliveries_pending_by_endpoint, passing over those in flight (at most
+    -- its cap of them). The endpoint is matched as a range, and the order
+    -- names it, so that no plan can read deliveries_due instead and filter
+    -- it by endpoint: that reads every due row ahead of the endpoint's, a
+    -- whole backlog of another endpoint included. The row lock keeps a
+    -- concurrent change of state (an endpoint being disabled skips its
+    -- pending deliveries) from crossing the claim.
     SELECT c.id, c.next_attempt_at, er.endpoint_id, er.origin,
            row_number() OVER (PARTITION BY er.endpoint_id ORDER BY c.next_attempt_at, c.id) AS nth_of_endpoint
       FROM endpoint_room er
      CROSS JOIN LATERAL (
        SELECT d.id, d.next_attempt_at FROM deliveries d
-        WHERE d.endpoint_id = er.endpoint_id AND d.state = 'pending' AND d.next_attempt_at <= v_now
+        WHERE d.endpoint_id >= er.endpoint_id AND d.endpoint_id <= er.endpoint_id
+          AND d.state = 'pending' AND d.next_attempt_at <= v_now
           AND NOT EXISTS (SELECT 1 FROM in_flight f WHERE f.delivery_id = d.id)
-        ORDER BY d.next_attempt_at
+        ORDER BY d.endpoint_id, d.next_attempt_at
         LIMIT er.room
         FOR NO KEY UPDATE SKIP LOCKED
      ) c

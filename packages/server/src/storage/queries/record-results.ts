@@ -245,18 +245,18 @@ export async function recordResults(
         `UPDATE deliveries d
             SET state = v.state,
                 attempts = d.attempts + CASE WHEN v.counted THEN 1 ELSE 0 END,
-                next_attempt_at = COALESCE($7::timestamptz, now()) + COALESCE(v.due_in_ms, 0) * interval '1 millisecond',
-                last_status = CASE WHEN g.given_back THEN d.last_status ELSE v.last_status END,
-                last_error = CASE WHEN g.given_back THEN d.last_error ELSE v.last_error END,
-                updated_at = COALESCE($7::timestamptz, now())
-           FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::int8[], $5::int[], $6::text[])
-                AS v (id, state, counted, due_in_ms, last_status, last_error)
-                CROSS JOIN LATERAL (SELECT v.state = 'pending' AND NOT v.counted AS given_back) g
+                next_attempt_at = COALESCE($8::timestamptz, now()) + COALESCE(v.due_in_ms, 0) * interval '1 millisecond',
+                last_status = CASE WHEN v.given_back THEN d.last_status ELSE v.last_status END,
+                last_error = CASE WHEN v.given_back THEN d.last_error ELSE v.last_error END,
+                updated_at = COALESCE($8::timestamptz, now())
+           FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::bool[], $5::int8[], $6::int[], $7::text[])
+                AS v (id, state, counted, given_back, due_in_ms, last_status, last_error)
           WHERE d.id = v.id`,
         [
           plainArray(kept.map((r) => r.deliveryId)),
           plainArray(kept.map((r) => STATE_OF[r.outcome])),
           plainArray(kept.map((r) => String(countsAnAttempt(r.outcome)))),
+          plainArray(kept.map((r) => String(r.outcome === 'given_back'))),
           plainArray(kept.map((r) => (r.outcome === 'retry' ? Math.max(0, Math.round(r.retryInMs ?? 0)) : null))),
           plainArray(kept.map((r) => r.status)),
           textArray(kept.map((r) => r.error)),
