@@ -77,6 +77,8 @@ for (const engine of ENGINES) {
       receiver.respond({ status: 503 });
       const waiting = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'waiting' } });
       assert.equal((await h.dispatcher.tick()).retrying, 1);
+      // The 503 slowed the endpoint down for 5 s; the retry is a minute away.
+      h.clock.advance(5_000);
       await publishAndDeliver(20, 400);
       assert.equal((await endpoint(id)).state, 'disabled');
       const w = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE event_id = $1', [waiting.json.id]);
