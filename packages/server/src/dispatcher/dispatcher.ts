@@ -1,14 +1,12 @@
 import type { DispatcherConfig } from '../config.ts';
 import { databaseTime, unixSeconds, type Clock } from '../core/clock.ts';
 import { uuidV7 } from '../core/ids.ts';
-import { classifyOutcome } from '../core/outcome.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
-import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
-import { decryptSecret } from '../core/secrets.ts';
-import type { Send, SendResult } from '../outbound/send.ts';
+import type { Send } from '../outbound/send.ts';
 import type { ClaimedDelivery, claimDeliveries } from '../storage/queries/claim-deliveries.ts';
 import type { DeliveryResult, ResultOutcome } from '../storage/queries/record-results.ts';
 import { createRecorder, type Logger, type WriteResults, type Written } from './record.ts';
+import { resultOf, secretOpener, unsent } from './results.ts';
 
 export type { Logger };
 
@@ -27,7 +25,6 @@ const RESULTS_BOUND_MS = 5_000;
  * hold the loop (and /healthz, and every answer) for 300 ms at once.
  */
 const SLICE_BYTES = 8 * 1024 * 1024;
-const SECRETS_CACHED = 10_000;
 
 /** The parts a dispatcher works with, passed in so that tests can drive or replace each. */
 export interface DispatcherParts {
@@ -82,7 +79,6 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 export function createDispatcher(parts: DispatcherParts): Dispatcher {
   const { config, clock, log } = parts;
   const random = parts.random ?? Math.random;
-  const maxAttempts = config.retry.maxRetries + 1;
   const recorder = createRecorder({ write: (results) => parts.record(results, databaseTime(clock)), log });
   // Requests being sent, for a shutdown to abort.
   const sending = new Set<AbortController>();
@@ -117,72 +113,15 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     });
   }
 
-  // Opened signing secrets by endpoint, with the ciphertext they came from: a
-  // rotation stores a new ciphertext, so the new secret signs the next attempt.
-  const secrets = new Map<string, { encrypted: Buffer; secret: string }>();
-  function secretOf(d: ClaimedDelivery): string {
-    const hit = secrets.get(d.endpoint_id);
-    if (hit?.encrypted.equals(d.secret_encrypted)) return hit.secret;
-    const secret = decryptSecret(parts.encryptionKey, d.secret_encrypted, d.endpoint_id);
-    if (secrets.size >= SECRETS_CACHED) secrets.clear();
-    secrets.set(d.endpoint_id, { encrypted: d.secret_encrypted, secret });
-    return secret;
-  }
-
-  function result(d: ClaimedDelivery, outcome: ResultOutcome, more: Partial<DeliveryResult> = {}): DeliveryResult {
-    return { deliveryId: d.id, leaseToken: d.lease_token, endpointId: d.endpoint_id, outcome, retryInMs: null, status: null, error: null, throttle: null, attempt: null, ...more };
-  }
-
-  /** What becomes of a delivery, given how its attempt ended. */
-  function outcomeOf(d: ClaimedDelivery, sent: SendResult, sentAs: { id: string; startedAt: Date; signature: string }): DeliveryResult {
-    const now = clock();
-    const answer = sent.result.stage === 'response' ? sent.result : undefined;
-    const verdict = classifyOutcome(sent.result);
-    // Aborted at shutdown: not the receiver's doing, so no attempt is spent.
-    const aborted = sent.result.stage === 'transport' && sent.result.kind === 'aborted';
-    let outcome: ResultOutcome = aborted ? 'given_back' : verdict.verdict === 'success' ? 'succeeded' : 'failed';
-    let error = verdict.error;
-    let retryInMs: number | null = null;
-    const retryAfterMs = parseRetryAfter(answer?.retryAfter, now);
-    if (!aborted && verdict.verdict === 'retry') {
-      const next = nextAttemptAt({ attempt: d.attempt, now, random, schedule: config.retry, retryAfterMs });
-      if (next) [outcome, retryInMs] = ['retry', next.getTime() - now.getTime()];
-      else error = `${error}; gave up after ${maxAttempts} attempts`;
-    }
-    return result(d, outcome, {
-      retryInMs,
-      status: verdict.status,
-      error,
-      throttle: verdict.status === 429 || verdict.status === 503 ? { retryAfterMs: retryAfterMs ?? null } : null,
-      attempt: {
-        id: sentAs.id,
-        accountId: d.account_id,
-        endpointId: d.endpoint_id,
-        deliveryId: d.id,
-        eventId: d.event_id,
-        eventType: d.type,
-        attemptNumber: d.attempt,
-        isTest: false,
-        startedAt: sentAs.startedAt,
-        durationMs: sent.durationMs,
-        statusCode: verdict.status,
-        outcome: outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'retrying',
-        error,
-        url: d.url,
-        signature: sentAs.signature,
-        responseExcerpt: sent.excerpt,
-        testBody: null,
-      },
-    });
-  }
+  const secretOf = secretOpener(parts.encryptionKey);
 
   /** Sends one claimed delivery (or skips it, or gives it back) and says what became of it. */
   async function attempt(d: ClaimedDelivery, leaseSafeUntil: number): Promise<DeliveryResult> {
-    if (!d.enabled) return result(d, 'skipped', { error: 'endpoint disabled' });
-    if (stopping) return result(d, 'given_back');
+    if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
+    if (stopping) return unsent(d, 'given_back');
     if (performance.now() + config.requestTimeoutMs + LEASE_MARGIN_MS > leaseSafeUntil) {
       log?.warn({ delivery: d.id }, 'too little of the lease was left to send the delivery; it is given back');
-      return result(d, 'given_back');
+      return unsent(d, 'given_back');
     }
     // Signed now, as it is sent: the timestamp is the send time.
     const startedAt = clock();
@@ -192,7 +131,7 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     sending.add(abort);
     try {
       const sent = await parts.send({ url: d.url, headers, body: d.body, timeoutMs: config.requestTimeoutMs, signal: abort.signal });
-      return outcomeOf(d, sent, { id, startedAt, signature: signatureOf(headers) });
+      return resultOf(d, sent, { id, startedAt, signature: signatureOf(headers) }, { now: clock(), random, schedule: config.retry });
     } finally {
       sending.delete(abort);
     }
