@@ -6,7 +6,6 @@ import { createEndpoint } from '../src/services/endpoints.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestDispatcher, createTestHerald, TEST_ADDRESSES, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
-import { TLS } from './helpers/tls.ts';
 
 const PUBLIC_ONLY = AddressPolicy.PUBLIC_ONLY;
 
