@@ -1,9 +1,9 @@
 -- In-flight work is a table of its own, and the claim caps it across all
 -- workers.
 --
--- A delivery is in flight iff it has a row in in_flight: the worker sending
--- it, the endpoint and origin it goes to, its fencing token and the end of
--- its lease on the database's clock. The table holds at most the sum of the
+-- A delivery is in flight iff it has a row in in_flight, which holds the
+-- endpoint and origin it goes to, its fencing token and the end of its lease
+-- on the database's clock. The table holds at most the sum of the
 -- workers' concurrency, so counting it per endpoint and per origin is cheap,
 -- and because one claim runs at a time (an advisory lock) the counts a claim
 -- reads are exact: the per-endpoint and per-origin caps hold across every

@@ -219,8 +219,10 @@ function endpointChanges(
  *    slow-down after 429/503 answers (and the recovery after 2xx answers).
  *
  * `now` is null in production (the database's clock); tests pass theirs.
- * Writing the same batch twice changes nothing the second time but logging
- * nothing new (the attempts' ids are their keys).
+ * Writing the same batch twice changes nothing the second time: its leases
+ * are spent, and an attempt's id is its key. Returns the deliveries whose
+ * lease still held (the others' results were late) and the endpoints this
+ * batch disabled.
  */
 export async function recordResults(
   db: Db,
