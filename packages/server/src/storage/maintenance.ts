@@ -1,7 +1,9 @@
 import type { Db } from './db.ts';
 
 /** The tables every delivery writes to: they collect dead rows fastest. */
-const BUSY_TABLES = ['deliveries', 'attempts', 'events', 'endpoints', 'idempotency_keys', 'sessions'];
+// in_flight most of all: a row is added by every claim and deleted by every
+// recorded result.
+const BUSY_TABLES = ['in_flight', 'deliveries', 'attempts', 'events', 'endpoints', 'idempotency_keys', 'sessions'];
 
 /** How often the embedded engine is vacuumed and analysed. */
 export const EMBEDDED_MAINTENANCE_MS = 10_000;

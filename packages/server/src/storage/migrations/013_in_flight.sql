@@ -112,6 +112,8 @@ BEGIN
       ) n
   ), busy AS (
     SELECT f.endpoint_id, count(*)::int AS n FROM in_flight f GROUP BY f.endpoint_id
+  ), origin_busy AS (
+    SELECT f.origin, count(*)::int AS n FROM in_flight f GROUP BY f.origin
   ), endpoint_room AS MATERIALIZED (
     -- What each endpoint may take now: its cap (the smaller of the endpoint
     -- and origin caps, lowered while it is slowed down) less what is in
@@ -129,8 +131,9 @@ BEGIN
       JOIN endpoints ep ON ep.id = w.endpoint_id
       LEFT JOIN busy b ON b.endpoint_id = ep.id
   ), origin_room AS (
-    SELECT r.origin, p_origin_cap - COALESCE((SELECT count(*)::int FROM in_flight f WHERE f.origin = r.origin), 0) AS room
+    SELECT r.origin, p_origin_cap - COALESCE(ob.n, 0) AS room
       FROM (SELECT DISTINCT er.origin FROM endpoint_room er WHERE er.room > 0) r
+      LEFT JOIN origin_busy ob ON ob.origin = r.origin
   ), candidates AS (
     -- Each endpoint's oldest due rows, up to its room, through
     -- deliveries_pending_by_endpoint, passing over those in flight (at most
