@@ -65,6 +65,7 @@ export interface Config {
   limits: AccountLimits;
   panel: PanelAuthConfig;
   dispatcher: DispatcherConfig;
+  retention: RetentionConfig;
   /**
    * Non-public networks webhooks may still be sent to (CIDR). Empty: public
    * addresses only, so a customer's endpoint cannot reach into the operator's network.
@@ -111,6 +112,16 @@ export const DEFAULT_PANEL_AUTH: Readonly<PanelAuthConfig> = Object.freeze({
   sessionIdleMs: 8 * 3_600_000,
   sessionMaxMs: 7 * 86_400_000,
 });
+
+/** How long finished deliveries are kept (pending ones are kept until they finish). */
+export interface RetentionConfig {
+  /** Succeeded deliveries, counted from their last change. */
+  succeededDays: number;
+  /** Failed and skipped deliveries, counted the same way; never less than `succeededDays`. */
+  undeliveredDays: number;
+}
+
+export const DEFAULT_RETENTION: Readonly<RetentionConfig> = Object.freeze({ succeededDays: 30, undeliveredDays: 90 });
 
 /** Requests per minute per API key (or panel session), or per address for failures, in each API process; 0 turns a limit off. */
 export interface RateLimits {
@@ -263,6 +274,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   const defaults = DEFAULT_RETRY;
   const dev = flags.dev === true || flag('--dev / HERALD_DEV', env.HERALD_DEV);
   const allowedNetworks = networks('HERALD_ALLOWED_NETWORKS', env.HERALD_ALLOWED_NETWORKS);
+  const succeededDays = integer('HERALD_RETENTION_DAYS', env.HERALD_RETENTION_DAYS, DEFAULT_RETENTION.succeededDays, 1, 36_500);
   const concurrency = integer('HERALD_CONCURRENCY', env.HERALD_CONCURRENCY, 1024, 1, 10_000);
   const config: Config = {
     role: oneOf('--role / HERALD_ROLE', flags.role ?? env.HERALD_ROLE, ROLES, 'all'),
@@ -293,6 +305,17 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       sessionIdleMs: integer('HERALD_SESSION_IDLE_MS', env.HERALD_SESSION_IDLE_MS, DEFAULT_PANEL_AUTH.sessionIdleMs, 60_000, 30 * 86_400_000),
       sessionMaxMs: integer('HERALD_SESSION_MAX_MS', env.HERALD_SESSION_MAX_MS, DEFAULT_PANEL_AUTH.sessionMaxMs, 60_000, 365 * 86_400_000),
     },
+    retention: {
+      succeededDays,
+      // Unset, it follows a raised HERALD_RETENTION_DAYS up instead of falling below it.
+      undeliveredDays: integer(
+        'HERALD_RETENTION_UNDELIVERED_DAYS',
+        env.HERALD_RETENTION_UNDELIVERED_DAYS,
+        Math.max(DEFAULT_RETENTION.undeliveredDays, succeededDays),
+        1,
+        36_500,
+      ),
+    },
     dispatcher: {
       concurrency,
       // Unset, it follows a lowered HERALD_CONCURRENCY down instead of exceeding it.
@@ -313,6 +336,10 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
   };
   if (config.dispatcher.endpointConcurrency > config.dispatcher.concurrency) {
     throw new ConfigError('HERALD_ENDPOINT_CONCURRENCY', `must not exceed HERALD_CONCURRENCY (${config.dispatcher.concurrency})`);
+  }
+  // What failed is what an operator comes back for: it is never dropped before what succeeded.
+  if (config.retention.undeliveredDays < config.retention.succeededDays) {
+    throw new ConfigError('HERALD_RETENTION_UNDELIVERED_DAYS', `must not be less than HERALD_RETENTION_DAYS (${config.retention.succeededDays})`);
   }
   if (config.panel.sessionIdleMs > config.panel.sessionMaxMs) {
     throw new ConfigError('HERALD_SESSION_IDLE_MS', `must not exceed HERALD_SESSION_MAX_MS (${config.panel.sessionMaxMs})`);

@@ -9,6 +9,7 @@ export const ERRORS = {
   invalid_url: { status: 400, title: 'The endpoint address is not a valid https URL' },
   unknown_event_type: { status: 400, title: 'The event type is not in the catalog' },
   invalid_event_data: { status: 400, title: 'The event data does not match its type' },
+  beyond_retention: { status: 400, title: 'The time is further back than Herald keeps deliveries' },
   unauthorized: { status: 401, title: 'Missing or invalid credentials' },
   invalid_credentials: { status: 401, title: 'Sign-in failed' },
   csrf_failed: { status: 403, title: 'The request did not come from the panel' },
@@ -44,7 +45,7 @@ export interface FieldError {
   message: string;
 }
 
-/** For limit_exceeded: the setting that holds the limit, and its value. */
+/** For limit_exceeded and beyond_retention: the setting that holds the limit, and its value. */
 export interface LimitInfo {
   setting: string;
   value: number;

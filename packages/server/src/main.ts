@@ -6,9 +6,7 @@ import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
 import { databaseTime, systemClock, type Clock } from './core/clock.ts';
-import { PasswordHasher } from './core/passwords.ts';
 import { SetupToken } from './core/setup-token.ts';
-import { SchemaValidator } from './core/schema-validator.ts';
 import { loadOrCreateDevCa } from './dev/dev-ca.ts';
 import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
@@ -17,9 +15,9 @@ import { createAgent } from './outbound/agent.ts';
 import { sendAttempt } from './outbound/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
-import type { ServiceDeps } from './services/deps.ts';
+import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
-import { startEmbeddedMaintenance, startStatisticsKeeper } from './storage/maintenance.ts';
+import { createMaintainer } from './maintenance/maintainer.ts';
 import { openStorage } from './storage/open.ts';
 import { reapAllLeases } from './storage/queries/claim-deliveries.ts';
 
@@ -61,17 +59,15 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const closers: Array<() => Promise<unknown>> = [];
   try {
     if (storage.db.engine === 'pglite') await reapAllLeases(storage.db, databaseTime(clock));
-    const deps: ServiceDeps = {
+    const deps = createServiceDeps({
       db: storage.db,
       encryptionKey: storage.encryptionKey,
       clock,
-      validator: new SchemaValidator(),
       addresses: new AddressPolicy(config.allowedNetworks),
-      passwords: new PasswordHasher(),
       limits: config.limits,
       // In deps, so `herald users create` through the admin socket spends it too.
       setupToken: config.role !== 'worker' ? new SetupToken() : undefined,
-    };
+    });
     // Development mode: receivers on this machine may use a certificate from the data directory's CA.
     const connect = config.dev ? devTlsOptions((await loadOrCreateDevCa(config.dataDir)).certPem, extraCas(config.extraCaFile)) : undefined;
 
@@ -84,7 +80,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       app = await buildApp({
         ...deps,
         disableAfter: config.dispatcher.disableAfter,
-        outbound: { agent, timeoutMs: config.dispatcher.requestTimeoutMs },
+        retention: config.retention,
+        outbound: { send: (request) => sendAttempt(agent, { ...request, timeoutMs: config.dispatcher.requestTimeoutMs }) },
         rateLimits: config.rateLimits,
         panelAuth: config.panel,
         trustedProxies: config.trustedProxies,
@@ -125,13 +122,21 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         await agent.destroy();
       });
     }
-    closers.unshift(
-      storage.db.engine === 'pglite'
-        ? // No autovacuum in the embedded engine: Herald vacuums and analyses it itself.
-          startEmbeddedMaintenance(storage.db, { onError: (err) => log.error({ err }, 'vacuuming the embedded database failed; trying again later') })
-        : // Autovacuum analyses at most once a minute: Herald catches the tables that outgrew their statistics sooner.
-          startStatisticsKeeper(storage.db, { onError: (err) => log.error({ err }, 'analysing tables failed; trying again later') }),
-    );
+    // In every process; one at a time does the work (retention, pruning,
+    // vacuuming), and each checks the schema for a newer Herald's migration.
+    const maintainer = createMaintainer({
+      db: storage.db,
+      clock,
+      config: { retention: config.retention, sessionIdleMs: config.panel.sessionIdleMs },
+      log,
+      onSchemaTooNew: (err) => {
+        // The dispatcher stops claiming for good; what it has in flight still finishes.
+        dispatcher?.pause(err.message);
+      },
+    });
+    maintainer.start();
+    // Stopped first, within its own bound, so that another process can take the lead at once.
+    closers.unshift(() => maintainer.stop());
     let closing: Promise<void> | undefined;
     return {
       url,

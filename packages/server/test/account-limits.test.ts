@@ -30,7 +30,7 @@ for (const engine of ENGINES) {
     let app: FastifyInstance;
     before(async () => {
       h = await createTestHerald(engine);
-      app = await buildApp({ ...h.deps, limits: LIMITS, disableAfter: 20, maxBodyBytes: 1024 * 1024, logLevel: 'silent' });
+      app = await buildApp({ ...h.deps, outbound: h.outbound, limits: LIMITS, disableAfter: 20, maxBodyBytes: 1024 * 1024, logLevel: 'silent' });
     });
     after(async () => {
       await app.close();

@@ -62,22 +62,22 @@ for (const engine of ENGINES) {
     test('a key authenticates its own account', async () => {
       const res = await h.api('GET', '/v1/endpoints');
       assert.equal(res.status, 200);
-      const auth = await authenticate(h.db, `Bearer ${h.apiKey}`);
+      const auth = await authenticate(h.deps, `Bearer ${h.apiKey}`);
       assert.equal(auth.accountId, h.accountId);
-      assert.equal((await authenticate(h.db, `bearer   ${h.apiKey}`)).accountId, h.accountId, 'scheme is case-insensitive');
+      assert.equal((await authenticate(h.deps, `bearer   ${h.apiKey}`)).accountId, h.accountId, 'scheme is case-insensitive');
     });
 
     test('a key revoked by another process (straight in the database) stops working within the cache time', async () => {
       const { key, row } = await createApiKey(h.db, h.accountId, 'elsewhere');
       const t = 1_000_000;
-      assert.equal((await authenticate(h.db, `Bearer ${key}`, t)).keyId, row.id);
+      assert.equal((await authenticate(h.deps, `Bearer ${key}`, t)).keyId, row.id);
       await h.db.query('UPDATE api_keys SET revoked_at = now() WHERE id = $1', [row.id]);
-      assert.equal((await authenticate(h.db, `Bearer ${key}`, t + KEY_CACHE_MS - 1)).keyId, row.id, 'still cached');
-      await assert.rejects(authenticate(h.db, `Bearer ${key}`, t + KEY_CACHE_MS + 1), { code: 'unauthorized' });
+      assert.equal((await authenticate(h.deps, `Bearer ${key}`, t + KEY_CACHE_MS - 1)).keyId, row.id, 'still cached');
+      await assert.rejects(authenticate(h.deps, `Bearer ${key}`, t + KEY_CACHE_MS + 1), { code: 'unauthorized' });
       // A cached key still has to match: the prefix alone is not enough.
       const { key: live } = await createApiKey(h.db, h.accountId, 'live');
-      await authenticate(h.db, `Bearer ${live}`, t);
-      await assert.rejects(authenticate(h.db, `Bearer ${live.slice(0, -1)}${live.endsWith('A') ? 'B' : 'A'}`, t), { code: 'unauthorized' });
+      await authenticate(h.deps, `Bearer ${live}`, t);
+      await assert.rejects(authenticate(h.deps, `Bearer ${live.slice(0, -1)}${live.endsWith('A') ? 'B' : 'A'}`, t), { code: 'unauthorized' });
     });
 
     test('missing, malformed, unknown and altered keys all get the same 401', async () => {

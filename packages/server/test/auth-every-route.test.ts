@@ -25,7 +25,7 @@ function bodyFor(method: string, path: string, ids: Record<string, string>): unk
   if (path === '/v1/endpoints') return { url: 'https://example.com/x', event_types: ['alarm.created'] };
   if (path === '/v1/events') return { type: 'alarm.created', data: alarmData() };
   if (path === '/v1/events/batch') return { events: [{ type: 'alarm.created', data: alarmData() }] };
-  if (path.endsWith('/recover')) return { since: '2026-01-01T00:00:00Z', dry_run: true };
+  if (path.endsWith('/recover')) return { since: '2026-11-01T00:00:00Z', dry_run: true };
   if (path.endsWith('/redeliver')) return { endpoint_id: ids.endpoint };
   return {};
 }

@@ -132,7 +132,42 @@ for (const engine of ENGINES) {
 
       const none = await cli(['endpoints', 'update', endpointId]);
       assert.notEqual(none.code, 0);
-      assert.match(none.stderr, /nothing to update; give --url, --events or --description/);
+      assert.match(none.stderr, /nothing to update; give --url, --events, --description or --rate-limit/);
+    });
+
+    test('--rate-limit sets the limit on create and update and none removes it; get shows it, the slow-down and the retention', async () => {
+      const created = ok(await cli(['endpoints', 'create', '--url', 'https://hooks.example.com/limited', '--events', 'shipment.created', '--rate-limit', '25']));
+      assert.match(created.stdout, /^rate limit +25 requests per second at most$/m);
+      const id = /^id\s+(\S+)$/m.exec(created.stdout)![1]!;
+      assert.equal((await h.api('GET', `/v1/endpoints/${id}`)).json.rate_limit, 25);
+
+      const updated = ok(await cli(['endpoints', 'update', id, '--rate-limit', '1']));
+      assert.match(updated.stdout, /^rate limit +1 request per second at most$/m);
+      assert.equal((await json(['endpoints', 'update', id, '--rate-limit', 'none'])).rate_limit, null);
+      assert.equal((await h.api('GET', `/v1/endpoints/${id}`)).json.rate_limit, null);
+
+      const got = ok(await cli(['endpoints', 'get', id]));
+      assert.match(got.stdout, /^rate limit +none$/m);
+      assert.match(got.stdout, /^slowed down +no$/m);
+      assert.match(got.stdout, /^history +succeeded deliveries kept 30 days; failed and skipped 90 days \(recover reaches that far back\)$/m);
+
+      // What the scheduler writes after a 429 or 503.
+      const until = new Date(h.clock.now().getTime() + 60_000);
+      await h.db.query('UPDATE endpoints SET throttled_until = $2, throttle_limit = 2 WHERE id = $1', [id, until]);
+      const slowed = ok(await cli(['endpoints', 'get', id]));
+      assert.match(
+        slowed.stdout,
+        new RegExp(`^slowed down +yes, the receiver answered 429 or 503: no new request before ${until.toISOString()}; at most 2 at a time until it answers 2xx again$`, 'm'),
+      );
+
+      // Not a number: refused before any request. Out of range: the server says what it accepts.
+      const word = await cli(['endpoints', 'update', id, '--rate-limit', 'fast']);
+      assert.notEqual(word.code, 0);
+      assert.match(word.stderr, /--rate-limit <n\|none>.*must be a whole number of requests per second, or none/);
+      const big = await cli(['endpoints', 'update', id, '--rate-limit', '20000']);
+      assert.equal(big.code, 1);
+      assert.match(big.stderr, /^error: rate_limit: must be a whole number of requests per second from 1 to 10,000, or null for no limit \(400 validation_failed\)$/m);
+      await h.api('DELETE', `/v1/endpoints/${id}`);
     });
 
     test('rotate prints the new secret once; it signs the next request', async () => {

@@ -5,9 +5,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { systemClock } from '../src/core/clock.ts';
-import { PasswordHasher } from '../src/core/passwords.ts';
-import { SchemaValidator } from '../src/core/schema-validator.ts';
 import { createAccount, createApiKey } from '../src/services/accounts.ts';
+import { createServiceDeps, type ServiceDeps } from '../src/services/deps.ts';
 import { createEndpoint } from '../src/services/endpoints.ts';
 import { publishEvents } from '../src/services/events.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
@@ -26,17 +25,18 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
   let receiver: Receiver;
   let accountId: string;
   const env = () => ({ DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64'), HERALD_CONCURRENCY: '16', HERALD_ENDPOINT_CONCURRENCY: '16' });
-  const deps = () => ({ db, encryptionKey: TEST_KEY, clock: systemClock, validator: new SchemaValidator(), addresses: TEST_ADDRESSES, passwords: new PasswordHasher() });
+  let deps: ServiceDeps;
 
   before(async () => {
     scratch = await createScratchPostgres();
     db = await openPostgres({ connectionString: scratch.url });
+    deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: systemClock, addresses: TEST_ADDRESSES });
     receiver = await startReceiver();
     // A receiver that takes a moment, so work is in flight when a worker dies.
     receiver.respond({ status: 200, delayMs: 20 });
     accountId = (await createAccount(db, 'Acme')).id;
     await createApiKey(db, accountId);
-    await createEndpoint(deps(), accountId, { url: receiver.url, event_types: ['shipment.created'] });
+    await createEndpoint(deps, accountId, { url: receiver.url, event_types: ['shipment.created'] });
   });
   after(async () => {
     await db.close();
@@ -46,7 +46,7 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
 
   async function publish(n: number, offset: number) {
     const events = Array.from({ length: n }, (_, i) => ({ type: 'shipment.created', data: { id: offset + i } }));
-    for (let i = 0; i < events.length; i += 100) await publishEvents(deps(), accountId, events.slice(i, i + 100), { batch: true });
+    for (let i = 0; i < events.length; i += 100) await publishEvents(deps, accountId, events.slice(i, i + 100), { batch: true });
   }
 
   test('two workers share the queue and never send the same attempt twice', { timeout: 120_000 }, async () => {

@@ -1,11 +1,15 @@
-import { after, before, describe, mock, test } from 'node:test';
+import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import pg from 'pg';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { ENGINES, createTestDb, type TestDb } from './helpers/engines.ts';
-import { analyzeStaleTables, startEmbeddedMaintenance, startStatisticsKeeper, STATISTICS_LOCK, STATISTICS_MAX_ROWS, vacuumEmbedded } from '../src/storage/maintenance.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETENTION } from '../src/config.ts';
+import { createMaintainer } from '../src/maintenance/maintainer.ts';
+import { analyzeStaleTables, STATISTICS_LOCK, STATISTICS_MAX_ROWS, vacuumEmbedded } from '../src/storage/maintenance.ts';
+
+const MAINTAINER_CONFIG = { retention: DEFAULT_RETENTION, sessionIdleMs: DEFAULT_PANEL_AUTH.sessionIdleMs };
 
 // PGlite only: it runs PostgreSQL in single-user mode, where autovacuum never
 // runs. (On PostgreSQL, autovacuum does this work.)
@@ -40,20 +44,16 @@ describe('the embedded engine is vacuumed and analysed by Herald [pglite]', () =
     assert.ok(after.relallvisible > 0, 'VACUUM ran: pages are marked all-visible');
   });
 
-  test('passes run on the interval, and stopping waits for one under way', async () => {
-    mock.timers.enable({ apis: ['setInterval'] });
-    try {
-      let errors = 0;
-      const stop = startEmbeddedMaintenance(h.db, { intervalMs: 1_000, onError: () => (errors += 1) });
-      for (let i = 0; i < 20; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `n-${i}` } });
-      assert.equal((await stats()).reltuples, 30, 'no pass before the interval');
-      mock.timers.tick(1_000);
-      await stop();
-      assert.equal((await stats()).reltuples, 50);
-      assert.equal(errors, 0);
-    } finally {
-      mock.timers.reset();
-    }
+  test('the maintainer runs the pass', async () => {
+    for (let i = 0; i < 20; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `n-${i}` } });
+    assert.equal((await stats()).reltuples, 30, 'nothing analysed the new rows yet');
+    const errors: unknown[] = [];
+    const maintainer = createMaintainer({ db: h.db, clock: h.clock.now, config: MAINTAINER_CONFIG, log: { info() {}, warn() {}, error: (o) => errors.push(o) }, onSchemaTooNew() {} });
+    const report = await maintainer.runOnce();
+    await maintainer.stop();
+    assert.deepEqual(report.maintained, ['vacuum (analyze) of the busy tables']);
+    assert.equal((await stats()).reltuples, 50);
+    assert.deepEqual(errors, []);
   });
 });
 
@@ -126,19 +126,23 @@ describe('on PostgreSQL, a table that outgrew its statistics is analysed at once
     assert.deepEqual(await check(), ['accounts']);
   });
 
-  test('passes run on the interval, and stopping waits for one under way', async () => {
-    mock.timers.enable({ apis: ['setInterval'] });
-    try {
-      await addAccounts(1_000); // the default: at least 1,000 rows
-      let errors = 0;
-      const stop = startStatisticsKeeper(db, { intervalMs: 1_000, tables: ['accounts'], onError: () => (errors += 1) });
-      mock.timers.tick(1_000);
-      await stop();
-      assert.equal(await reltuples(), 1_780);
-      assert.equal(errors, 0);
-    } finally {
-      mock.timers.reset();
-    }
+  test('the maintainer runs the check on the busy tables, and vacuums the churning ones', async () => {
+    await addAccounts(1_000); // the default: at least 1,000 rows
+    assert.deepEqual(await analyzeStaleTables(db, { tables: ['accounts'] }), ['accounts']);
+    assert.equal(await reltuples(), 1_780);
+    const { rows } = await db.query<{ id: string }>('SELECT id FROM accounts LIMIT 1');
+    await writer.query(
+      `INSERT INTO idempotency_keys (account_id, key, request_hash, created_at) SELECT $1, 'k' || g, '\\x00', now() FROM generate_series(1, 1000) g`,
+      [rows[0]!.id],
+    );
+    await writer.query('SELECT pg_stat_force_next_flush()');
+    const errors: unknown[] = [];
+    const maintainer = createMaintainer({ db, clock: () => new Date(), config: MAINTAINER_CONFIG, log: { info() {}, warn() {}, error: (o) => errors.push(o) }, onSchemaTooNew() {} });
+    const report = await maintainer.runOnce();
+    await maintainer.stop();
+    assert.ok(report.maintained?.includes('analyze idempotency_keys'), String(report.maintained));
+    assert.ok(report.maintained?.includes('vacuum attempt_log_grown'), String(report.maintained));
+    assert.deepEqual(errors, []);
   });
 
   test('a table whose last ANALYZE counted maxRows or more is left to autovacuum, however much it grows', async () => {

@@ -153,7 +153,7 @@ for (const engine of ENGINES) {
       const report = await h.drain();
       assert.equal(report.succeeded, 0);
       assert.equal(receiver.requests.length, before, 'nothing is sent to a disabled endpoint');
-      const dry = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-01-01T00:00:00Z', dry_run: true });
+      const dry = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-11-01T00:00:00Z', dry_run: true });
       assert.equal(dry.json.count, 3, 'two pending turned skipped, one new skipped');
 
       const test_ = await h.api('POST', `/v1/endpoints/${endpoint.id}/test`);
@@ -176,12 +176,12 @@ for (const engine of ENGINES) {
       h.clock.advance(60_000);
       await publish(1); // after the cutoff, skipped
 
-      const all = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-01-01T00:00:00Z', dry_run: true });
-      assert.deepEqual(all.json, { since: '2026-01-01T00:00:00.000Z', dry_run: true, count: 6 });
+      const all = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-11-01T00:00:00Z', dry_run: true });
+      assert.deepEqual(all.json, { since: '2026-11-01T00:00:00.000Z', dry_run: true, count: 6 });
       const recent = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: cutoff, dry_run: true });
       assert.equal(recent.json.count, 1);
 
-      const refused = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-01-01T00:00:00Z' });
+      const refused = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-11-01T00:00:00Z' });
       assert.equal(refused.status, 409);
       assert.equal(refused.json.code, 'endpoint_disabled');
 
@@ -193,13 +193,13 @@ for (const engine of ENGINES) {
 
       receiver.respond({ status: 200 });
       const before = receiver.requests.length;
-      const done = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-01-01T00:00:00Z' });
+      const done = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-11-01T00:00:00Z' });
       assert.equal(done.json.count, 6);
       assert.equal(done.json.dry_run, false);
       const report = await h.drain();
       assert.equal(report.succeeded, 6);
       assert.equal(receiver.requests.length, before + 6);
-      const again = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-01-01T00:00:00Z', dry_run: true });
+      const again = await h.api('POST', `/v1/endpoints/${endpoint.id}/recover`, { since: '2026-11-01T00:00:00Z', dry_run: true });
       assert.equal(again.json.count, 0, 'nothing left to recover');
     });
 
@@ -224,7 +224,7 @@ for (const engine of ENGINES) {
         ['POST', 'test', {}],
         ['POST', 'enable', undefined],
         ['POST', 'disable', {}],
-        ['POST', 'recover', { since: '2026-01-01T00:00:00Z', dry_run: true }],
+        ['POST', 'recover', { since: '2026-11-01T00:00:00Z', dry_run: true }],
         ['GET', 'attempts', undefined],
       ];
       const before = receiver.requests.length;

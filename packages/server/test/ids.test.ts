@@ -1,7 +1,6 @@
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { uuidV7 } from '../src/core/ids.ts';
+import { UuidV7Maker, uuidV7 } from '../src/core/ids.ts';
 
 const UUID_V7 = /^[0-9a-f]{8}-[0-9a-f]{4}-7[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 const msOf = (uuid: string) => parseInt(uuid.replaceAll('-', '').slice(0, 12), 16);
@@ -23,14 +22,17 @@ describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
     }
   });
 
-  test("a process's first id checks its time too (the last millisecond is remembered between calls)", () => {
-    const module = new URL('../src/core/ids.ts', import.meta.url).href;
-    for (const ms of ['-1', 'Number.NaN', '1.5']) {
-      const out = execFileSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', `
-        const { uuidV7 } = await import(${JSON.stringify(module)});
-        try { console.log('made', uuidV7(${ms})); } catch (err) { console.log(err.name); }`]).toString().trim();
-      assert.equal(out, 'RangeError', `first call with ${ms}`);
-    }
+  test("a maker's first id checks its time too, and so does each new millisecond after it (the last one is remembered between calls)", () => {
+    for (const ms of [-1, Number.NaN, 1.5]) assert.throws(() => new UuidV7Maker().next(ms), RangeError, `first call with ${ms}`);
+    const ids = new UuidV7Maker();
+    const ms = Date.parse('2026-11-20T08:00:00.123Z');
+    const a = ids.next(ms);
+    const b = ids.next(ms);
+    assert.equal(a.slice(0, 15), b.slice(0, 15));
+    assert.notEqual(a, b);
+    assert.equal(msOf(ids.next(ms + 1)), ms + 1);
+    assert.throws(() => ids.next(2 ** 48), RangeError);
+    assert.equal(msOf(ids.next(ms)), ms, 'a refused time leaves the maker as it was');
   });
 
   test('by default the current time; a later millisecond sorts after an earlier one', () => {
@@ -43,7 +45,8 @@ describe('time-ordered ids (UUID version 7, RFC 9562)', () => {
 
   test('74 random bits: no two alike in 100,000 made in the same millisecond', () => {
     const ms = Date.now();
-    const ids = new Set(Array.from({ length: 100_000 }, () => uuidV7(ms)));
+    const maker = new UuidV7Maker();
+    const ids = new Set(Array.from({ length: 100_000 }, () => maker.next(ms)));
     assert.equal(ids.size, 100_000);
     // The random part varies in every position it owns.
     const sample = [...ids].slice(0, 200);

@@ -149,7 +149,7 @@ describe('answers from outside the routes are problems too', () => {
   };
 
   test('a request that is not HTTP, or has an invalid header, gets a 400 problem', async () => {
-    const app = await buildApp({ ...h.deps, disableAfter: 20, maxBodyBytes: 1024, logLevel: 'silent' });
+    const app = await buildApp({ ...h.deps, outbound: h.outbound, disableAfter: 20, maxBodyBytes: 1024, logLevel: 'silent' });
     try {
       await app.listen({ port: 0, host: '127.0.0.1' });
       const port = (app.server.address() as { port: number }).port;
@@ -184,7 +184,7 @@ describe('answers from outside the routes are problems too', () => {
         look();
       });
     logStream.on('data', (c: Buffer) => (logs += c.toString()));
-    const app: FastifyInstance = await buildApp({ ...h.deps, db, disableAfter: 20, maxBodyBytes: 1024, logLevel: 'info', logStream });
+    const app: FastifyInstance = await buildApp({ ...h.deps, outbound: h.outbound, db, disableAfter: 20, maxBodyBytes: 1024, logLevel: 'info', logStream });
     await app.listen({ port: 0, host: '127.0.0.1' });
     const port = (app.server.address() as { port: number }).port;
     // Two requests on one connection: the first waits in /healthz while the app starts closing.

@@ -1,8 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETENTION } from '../src/config.ts';
 import { PasswordHasher } from '../src/core/passwords.ts';
 import { LoginLimiter } from '../src/http/login-limiter.ts';
+import { createMaintainer } from '../src/maintenance/maintainer.ts';
 import { OPERATOR_OPS } from '../src/services/operator.ts';
 import { createUser, deleteUser } from '../src/services/users.ts';
 import { ENGINES } from './helpers/engines.ts';
@@ -290,8 +291,16 @@ for (const engine of ENGINES) {
       h.clock.advance(step);
       assert.equal((await h.call('GET', '/v1/endpoints', { headers: { cookie: busy } })).status, 401, 'past the maximum age');
 
-      // Signing in sweeps sessions that can no longer be used.
-      await signIn();
+      // The maintainer sweeps sessions that can no longer be used.
+      const maintainer = createMaintainer({
+        db: h.db,
+        clock: h.clock.now,
+        config: { retention: DEFAULT_RETENTION, sessionIdleMs: DEFAULT_PANEL_AUTH.sessionIdleMs },
+        log: { info() {}, warn() {}, error() {} },
+        onSchemaTooNew() {},
+      });
+      assert.ok((await maintainer.runOnce()).sweptSessions! >= 2, 'the idle one and the old one');
+      await maintainer.stop();
       const left = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM sessions WHERE expires_at <= $1', [h.clock.now()]);
       assert.equal(left.rows[0]!.n, 0);
     });

@@ -339,6 +339,89 @@ describe('a customer manages webhooks in the panel', () => {
     secret = fresh;
   });
 
+  test('rate limit: set in the form with its help, checked in place, shown with how long history is kept; cleared by emptying it', pending, async () => {
+    const detail = page.url();
+    const endpointId = new URL(detail).pathname.split('/').at(-1)!;
+    await page.getByText(/^History kept for 30 days; failed deliveries can be recovered for 90 days\.$/).waitFor();
+    assert.equal(await page.getByTestId('rate-limit-fact').textContent(), 'No limit');
+
+    await page.getByTestId('edit-endpoint').click();
+    await heading('Edit endpoint').waitFor();
+    const field = page.getByLabel('Rate limit');
+    assert.equal(await field.inputValue(), '');
+    assert.match((await page.locator('#endpoint-rate-limit-hint').textContent())!, /most requests per second .* 1 to 10,000.*empty for no limit.*429/);
+    assert.match((await field.getAttribute('aria-describedby'))!, /endpoint-rate-limit-unit endpoint-rate-limit-hint/);
+    assert.deepEqual(await unlabelledControls(page), []);
+
+    await field.fill('0');
+    await page.getByTestId('submit-endpoint').click();
+    await page.getByTestId('endpoint-rate-limit-error').getByText(/whole number of requests per second from 1 to 10,000/).waitFor();
+    assert.equal(await field.getAttribute('aria-invalid'), 'true');
+    assert.equal((await focused(page)).id, 'endpoint-rate-limit');
+    await screenshot(page, 'rate-limit-refused');
+    assert.equal(requestsTo('PATCH', /^\/v1\/endpoints\//).length, 0, 'refused before any request');
+
+    await field.fill('25');
+    const saved = page.waitForRequest((r) => r.method() === 'PATCH' && new URL(r.url()).pathname === `/v1/endpoints/${endpointId}`);
+    await page.getByTestId('submit-endpoint').click();
+    assert.equal((await saved).postDataJSON().rate_limit, 25);
+    await page.getByTestId('notice').getByText('Changes saved.').waitFor();
+    assert.equal(await page.getByTestId('rate-limit-fact').textContent(), 'At most 25 requests per second');
+    assert.equal((await fetchJson<{ rate_limit: number | null }>(page, `/v1/endpoints/${endpointId}`)).rate_limit, 25);
+
+    await page.getByTestId('edit-endpoint').click();
+    await heading('Edit endpoint').waitFor();
+    assert.equal(await page.getByLabel('Rate limit').inputValue(), '25');
+    await page.getByLabel('Rate limit').fill('');
+    const cleared = page.waitForRequest((r) => r.method() === 'PATCH' && new URL(r.url()).pathname === `/v1/endpoints/${endpointId}`);
+    await page.getByTestId('submit-endpoint').click();
+    assert.equal((await cleared).postDataJSON().rate_limit, null);
+    await page.getByTestId('notice').getByText('Changes saved.').waitFor();
+    assert.equal(await page.getByTestId('rate-limit-fact').textContent(), 'No limit');
+  });
+
+  test('slowed down after a 429: the endpoint page says why, until when and how many requests at a time', pending, async () => {
+    const endpointId = new URL(page.url()).pathname.split('/').at(-1)!;
+    assert.equal(await page.getByTestId('throttle-banner').count(), 0, 'no banner while not slowed down');
+    // What the scheduler writes when the receiver answers 429 or 503.
+    const until = new Date(Date.now() + 5 * 60_000);
+    await h.db.query('UPDATE endpoints SET throttled_until = $2, throttle_limit = 4 WHERE id = $1', [endpointId, until]);
+    try {
+      await page.reload();
+      const banner = page.getByTestId('throttle-banner');
+      await banner.getByRole('heading', { name: /^Slowed down: the receiver answered 429/ }).waitFor();
+      await banner.getByText('in 5 minutes').waitFor();
+      assert.equal(await banner.getByTestId('throttle-until').textContent(), await page.evaluate(`new Date(${JSON.stringify(until.toISOString())}).toLocaleString()`));
+      assert.equal(await banner.getByTestId('throttle-cap').textContent(), 'at most 4 requests at a time');
+      await screenshot(page, 'slowed-down');
+
+      // The pause is over; the endpoint has not answered its way back to the usual cap yet.
+      await h.db.query('UPDATE endpoints SET throttled_until = now() - interval \'1 second\' WHERE id = $1', [endpointId]);
+      h.clock.set(new Date());
+      await page.reload();
+      await banner.getByTestId('throttle-cap').waitFor();
+      assert.equal(await banner.getByTestId('throttle-until').count(), 0);
+    } finally {
+      await h.db.query('UPDATE endpoints SET throttled_until = NULL, throttle_limit = NULL WHERE id = $1', [endpointId]);
+    }
+    await page.reload();
+    await page.getByTestId('rate-limit-fact').waitFor();
+    assert.equal(await page.getByTestId('throttle-banner').count(), 0);
+  });
+
+  test('recovery further back than failed deliveries are kept is refused in the dialog, saying how far back it reaches', pending, async () => {
+    await page.getByTestId('open-recover').click();
+    const dialog = page.getByTestId('recover-dialog');
+    await dialog.getByText('Herald keeps failed and skipped deliveries for 90 days, so recovery reaches back that far.').waitFor();
+    const before = requestsTo('POST', /\/recover$/).length;
+    await dialog.getByTestId('recover-since').fill(await localDateTimeInput(page, new Date(Date.now() - 100 * 86_400_000)));
+    await dialog.getByTestId('recover-since-error').getByText(/^Herald keeps failed and skipped deliveries for 90 days: choose .* or later\.$/).waitFor();
+    assert.equal(await dialog.getByTestId('confirm-recover').isDisabled(), true);
+    assert.equal(requestsTo('POST', /\/recover$/).length, before, 'not asked: the panel knows the reach');
+    await page.keyboard.press('Escape');
+    await dialog.waitFor({ state: 'hidden' });
+  });
+
   test('an endpoint disabled after failures: the warning says when and why; test it, re-enable and recover', pending, async () => {
     const since = new Date(h.clock.now().getTime() - 3_600_000);
     receiver.respond({ status: 400 });

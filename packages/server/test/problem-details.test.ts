@@ -1,10 +1,9 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
-import { PasswordHasher } from '../src/core/passwords.ts';
-import { SchemaValidator } from '../src/core/schema-validator.ts';
 import { ERRORS, fieldPath, HeraldError, type ErrorCode } from '../src/errors.ts';
 import { buildApp } from '../src/http/app.ts';
+import { createServiceDeps } from '../src/services/deps.ts';
 import { problemOf } from '../src/http/problem.ts';
 import type { Db } from '../src/storage/db.ts';
 import { ENGINES } from './helpers/engines.ts';
@@ -104,12 +103,8 @@ describe('an unexpected failure', () => {
     const logStream = new PassThrough();
     logStream.on('data', (c: Buffer) => logs.push(c));
     const app = await buildApp({
-      db: failing,
-      encryptionKey: TEST_KEY,
-      clock: () => new Date(),
-      validator: new SchemaValidator(),
-      addresses: TEST_ADDRESSES,
-      passwords: new PasswordHasher(),
+      ...createServiceDeps({ db: failing, encryptionKey: TEST_KEY, clock: () => new Date(), addresses: TEST_ADDRESSES }),
+      outbound: { send: () => Promise.reject(new Error('this test sends nothing')) },
       disableAfter: 20,
       maxBodyBytes: 1024,
       logLevel: 'info',

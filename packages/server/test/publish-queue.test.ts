@@ -44,7 +44,7 @@ for (const engine of ENGINES) {
 
     test('the first goes at once; those that arrive while it is written go together, of any account, each to its own endpoints', async () => {
       statements = [];
-      const queue = new PublishQueue(counting, { inFlight: 1 });
+      const queue = new PublishQueue(counting, h.deps.newWork, { inFlight: 1 });
       const events = Array.from({ length: 10 }, (_, i) => event(i % 2 ? other.accountId : h.accountId, { id: `gc-${i}` }));
       const results = await Promise.all(events.map((e) => queue.add(e)));
       assert.deepEqual(results, Array(10).fill(true));
@@ -60,7 +60,7 @@ for (const engine of ENGINES) {
 
     test('one event that fails its shared statement fails alone: the others are stored and answered', async () => {
       statements = [];
-      const queue = new PublishQueue(counting, { inFlight: 1 });
+      const queue = new PublishQueue(counting, h.deps.newWork, { inFlight: 1 });
       const first = event(h.accountId, { id: 'gc-first' });
       const good = [event(h.accountId, { id: 'gc-a' }), event(other.accountId, { id: 'gc-b' })];
       const orphan = event(randomUUID(), { id: 'gc-orphan' }); // no such account: a foreign-key violation
@@ -88,7 +88,7 @@ for (const engine of ENGINES) {
           return h.db.query(text, params, options);
         },
       });
-      const queue = new PublishQueue(broken, { inFlight: 1 });
+      const queue = new PublishQueue(broken, h.deps.newWork, { inFlight: 1 });
       const settled = await Promise.allSettled(Array.from({ length: 4 }, (_, i) => queue.add(event(h.accountId, { id: `gc-down-${i}` }))));
       assert.deepEqual(settled.map((s) => s.status), ['fulfilled', 'rejected', 'rejected', 'rejected']);
       assert.deepEqual(sent, [1, 3]);
@@ -97,7 +97,7 @@ for (const engine of ENGINES) {
 
     test('a statement takes events up to the byte budget (at least one, however large)', async () => {
       statements = [];
-      const queue = new PublishQueue(counting, { inFlight: 1, bytesPerStatement: 1_000 });
+      const queue = new PublishQueue(counting, h.deps.newWork, { inFlight: 1, bytesPerStatement: 1_000 });
       const big = (i: number) => event(h.accountId, { id: `gc-big-${i}`, pad: 'x'.repeat(600) });
       const small = (i: number) => event(h.accountId, { id: `gc-small-${i}` });
       // Envelopes: big about 750 bytes, small about 150.
@@ -110,7 +110,7 @@ for (const engine of ENGINES) {
 
     test('the same id twice in one statement: the first is stored, the second is told it was there before (never both "new")', async () => {
       statements = [];
-      const queue = new PublishQueue(counting, { inFlight: 1 });
+      const queue = new PublishQueue(counting, h.deps.newWork, { inFlight: 1 });
       const id = randomUUID();
       const a = event(h.accountId, { id: 'gc-same', v: 1 }, id);
       const b = event(h.accountId, { id: 'gc-same', v: 2 }, id);

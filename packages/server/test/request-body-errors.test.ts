@@ -15,7 +15,7 @@ for (const engine of ENGINES) {
 
     before(async () => {
       h = await createTestHerald(engine);
-      small = await buildApp({ ...h.deps, disableAfter: 20, maxBodyBytes: LIMIT, logLevel: 'silent' });
+      small = await buildApp({ ...h.deps, outbound: h.outbound, disableAfter: 20, maxBodyBytes: LIMIT, logLevel: 'silent' });
     });
     after(async () => {
       await small.close();

@@ -31,7 +31,7 @@ for (const engine of ENGINES) {
       // A second app over the same database that logs everything it can.
       const stream = new PassThrough();
       stream.on('data', (c: Buffer) => traceLogs.push(c));
-      traceApp = await buildApp({ ...h.deps, disableAfter: 20, maxBodyBytes: 1024 * 1024, logLevel: 'trace', logStream: stream });
+      traceApp = await buildApp({ ...h.deps, outbound: h.outbound, disableAfter: 20, maxBodyBytes: 1024 * 1024, logLevel: 'trace', logStream: stream });
 
       const created = await h.api('POST', '/v1/endpoints', { url: 'https://secret.example.com/hook', event_types: ['alarm.created'] });
       assert.equal(created.status, 201);

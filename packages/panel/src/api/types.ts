@@ -45,6 +45,16 @@ export interface Endpoint {
   disabled_at: string | null;
   failure_streak: number;
   failure_threshold: number;
+  /** The most requests per second Herald sends to it; null: no limit. */
+  rate_limit: number | null;
+  /**
+   * The automatic slow-down after the receiver answered 429 or 503, or null:
+   * no new request before `until` (null once passed), at most `max_in_flight`
+   * at a time until it answers 2xx again.
+   */
+  throttle: { until: string | null; max_in_flight: number | null } | null;
+  /** How long Herald keeps deliveries: succeeded ones, and failed or skipped ones (how far back recovery reaches). */
+  retention: { succeeded_days: number; undelivered_days: number };
   /** The start of the signing secret, e.g. "whsec_B8vG…"; the secret itself is shown once. */
   secret_hint: string;
   created_at: string;
@@ -61,6 +71,8 @@ export interface EndpointInput {
   url: string;
   event_types: string[];
   description?: string;
+  /** Requests per second; null removes the limit. */
+  rate_limit?: number | null;
 }
 
 /** One HTTP request Herald sent (its id is the X-Service-Delivery-ID). */

@@ -19,6 +19,7 @@ import { hostOf } from './endpoint/host-of.ts';
 import { RecoverDialog } from './endpoint/recover-dialog.tsx';
 import { RotateDialog } from './endpoint/rotate-dialog.tsx';
 import { TestEventCard } from './endpoint/test-event-card.tsx';
+import { ThrottleBanner } from './endpoint/throttle-banner.tsx';
 
 type DialogName = 'rotate' | 'delete' | 'recover' | undefined;
 
@@ -97,6 +98,8 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
           onTest={() => testSelect.current?.focus()}
         />
       )}
+
+      {e.state === 'enabled' && e.throttle && <ThrottleBanner throttle={e.throttle} />}
 
       <div class="detail-grid">
         <EndpointFacts endpoint={e} onRotate={() => setDialog('rotate')} onRecover={() => setDialog('recover')} />

@@ -38,7 +38,7 @@ export function EndpointNew() {
         Herald signs every request with a secret that it shows you once, right after you add the endpoint.
       </PageHeader>
       <EndpointForm
-        initial={{ url: '', event_types: [], description: '' }}
+        initial={{ url: '', event_types: [], description: '', rate_limit: null }}
         submitLabel="Add endpoint"
         cancelHref={paths.webhooks}
         onSubmit={async (input) => setCreated(await createEndpoint(input))}

@@ -27,6 +27,20 @@ function positiveInteger(value: string): number {
   return Number(value);
 }
 
+/**
+ * `--rate-limit`: a whole number of requests per second, or `none` to have no
+ * limit. The server checks the range. (Not null for none: commander turns a
+ * null from a parser into an empty string.)
+ */
+function rateLimit(value: string): number | 'none' {
+  if (value.trim().toLowerCase() === 'none') return 'none';
+  if (!/^\d+$/.test(value.trim())) throw new InvalidArgumentError('must be a whole number of requests per second, or none.');
+  return Number(value.trim());
+}
+
+/** The API's rate_limit for a `--rate-limit` given, or nothing when it was not. */
+const rateLimitBody = (value: number | 'none' | undefined) => (value === undefined ? {} : { rate_limit: value === 'none' ? null : value });
+
 /** `alarm.created, alarm.resolved` → ['alarm.created', 'alarm.resolved']. */
 function eventTypeList(value: string): string[] {
   return value
@@ -65,7 +79,7 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
 
   endpoints
     .command('get')
-    .description('show one endpoint: state, failure streak, newest attempt')
+    .description('show one endpoint: state, failure streak, rate limit and slow-down, newest attempt')
     .argument('<id>', 'endpoint id')
     .action(async (endpointId: string) => print(await ctx.api().call<Endpoint>('GET', `/v1/endpoints/${id(endpointId)}`), show.endpointDetail));
 
@@ -75,10 +89,16 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
       .description('create an endpoint; its signing secret is printed once')
       .requiredOption('--url <url>', 'the https address that receives events')
       .requiredOption('--events <types>', 'comma-separated event types, e.g. alarm.created,alarm.resolved', eventTypeList)
-      .option('--description <text>', 'what the endpoint is for'),
-  ).action(async (o: { url: string; events: string[]; description?: string; idempotencyKey?: string }) => {
+      .option('--description <text>', 'what the endpoint is for')
+      .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none (the default): no limit', rateLimit),
+  ).action(async (o: { url: string; events: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string }) => {
     const res = await ctx.api().call<Endpoint & { secret: string }>('POST', '/v1/endpoints', {
-      body: { url: o.url, event_types: o.events, ...(o.description !== undefined ? { description: o.description } : {}) },
+      body: {
+        url: o.url,
+        event_types: o.events,
+        ...(o.description !== undefined ? { description: o.description } : {}),
+        ...rateLimitBody(o.rateLimit),
+      },
       idempotencyKey: keyOf(o),
     });
     print(res, (e) => `${show.endpointDetail(e)}\n\n${show.secretShownOnce(e)}`);
@@ -87,20 +107,28 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
   mutating(
     endpoints
       .command('update')
-      .description('change the address, the event types or the description; the secret stays')
+      .description('change the address, the event types, the description or the rate limit; the secret stays')
       .argument('<id>', 'endpoint id')
       .option('--url <url>', 'new https address')
       .option('--events <types>', 'new comma-separated event types (replaces the list)', eventTypeList)
-      .option('--description <text>', 'new description'),
-  ).action(async (endpointId: string, o: { url?: string; events?: string[]; description?: string; idempotencyKey?: string }, command: Command) => {
-    const body = {
-      ...(o.url !== undefined ? { url: o.url } : {}),
-      ...(o.events !== undefined ? { event_types: o.events } : {}),
-      ...(o.description !== undefined ? { description: o.description } : {}),
-    };
-    if (Object.keys(body).length === 0) command.error('error: nothing to update; give --url, --events or --description');
-    print(await ctx.api().call<Endpoint>('PATCH', `/v1/endpoints/${id(endpointId)}`, { body, idempotencyKey: keyOf(o) }), show.endpointDetail);
-  });
+      .option('--description <text>', 'new description')
+      .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none removes the limit', rateLimit),
+  ).action(
+    async (
+      endpointId: string,
+      o: { url?: string; events?: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string },
+      command: Command,
+    ) => {
+      const body = {
+        ...(o.url !== undefined ? { url: o.url } : {}),
+        ...(o.events !== undefined ? { event_types: o.events } : {}),
+        ...(o.description !== undefined ? { description: o.description } : {}),
+        ...rateLimitBody(o.rateLimit),
+      };
+      if (Object.keys(body).length === 0) command.error('error: nothing to update; give --url, --events, --description or --rate-limit');
+      print(await ctx.api().call<Endpoint>('PATCH', `/v1/endpoints/${id(endpointId)}`, { body, idempotencyKey: keyOf(o) }), show.endpointDetail);
+    },
+  );
 
   mutating(
     endpoints

@@ -29,6 +29,9 @@ export interface Endpoint {
   disabled_at: string | null;
   failure_streak: number;
   failure_threshold: number;
+  rate_limit: number | null;
+  throttle: { until: string | null; max_in_flight: number | null } | null;
+  retention: { succeeded_days: number; undelivered_days: number };
   secret_hint: string;
   created_at: string;
   updated_at: string;
@@ -90,6 +93,26 @@ export function endpointState(e: Endpoint): string {
   return e.state === 'enabled' ? 'enabled' : `disabled since ${e.disabled_at}: ${e.disabled_reason}`;
 }
 
+export function rateLimitText(e: Endpoint): string {
+  return e.rate_limit === null ? 'none' : `${plural(e.rate_limit, 'request')} per second at most`;
+}
+
+/** The automatic slow-down after a 429 or 503, or "no" when there is none. */
+export function throttleText(e: Endpoint): string {
+  const t = e.throttle;
+  if (t === null) return 'no';
+  const parts = [
+    t.until !== null ? `no new request before ${t.until}` : null,
+    t.max_in_flight !== null ? `at most ${t.max_in_flight} at a time until it answers 2xx again` : null,
+  ].filter(Boolean);
+  return `yes, the receiver answered 429 or 503: ${parts.join('; ')}`;
+}
+
+export function retentionText(e: Endpoint): string {
+  const r = e.retention;
+  return `succeeded deliveries kept ${plural(r.succeeded_days, 'day')}; failed and skipped ${plural(r.undelivered_days, 'day')} (recover reaches that far back)`;
+}
+
 export function endpointRows(endpoints: Endpoint[]): string {
   return table(
     ['ID', 'STATE', 'FAILURES', 'URL', 'EVENT TYPES'],
@@ -105,6 +128,9 @@ export function endpointDetail(e: Endpoint): string {
     ['event types', e.event_types.join(', ')],
     ['state', endpointState(e)],
     ['failures', `${e.failure_streak} of ${e.failure_threshold} failed deliveries in a row before it is disabled`],
+    ['rate limit', rateLimitText(e)],
+    ['slowed down', throttleText(e)],
+    ['history', retentionText(e)],
     ['secret', `${e.secret_hint} (masked)`],
     ['created', e.created_at],
     ['updated', e.updated_at],

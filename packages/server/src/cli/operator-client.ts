@@ -1,11 +1,10 @@
 import { Agent, request } from 'undici';
 import type { Config } from '../config.ts';
 import { AddressPolicy } from '../core/address-policy.ts';
-import { PasswordHasher } from '../core/passwords.ts';
-import { SchemaValidator } from '../core/schema-validator.ts';
 import { systemClock } from '../core/clock.ts';
 import { HeraldError, type ErrorCode } from '../errors.ts';
 import { adminSocketPath } from '../http/admin-socket.ts';
+import { createServiceDeps } from '../services/deps.ts';
 import { OPERATOR_OPS, type OperatorOp } from '../services/operator.ts';
 import { readLockHolder } from '../storage/data-dir-lock.ts';
 import { openStorage } from '../storage/open.ts';
@@ -43,7 +42,8 @@ export async function runOperatorOp(config: Readonly<Config>, op: OperatorOp, ar
   }
   const storage = await openStorage(config);
   try {
-    return await OPERATOR_OPS[op]({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, validator: new SchemaValidator(), addresses: new AddressPolicy(config.allowedNetworks), passwords: new PasswordHasher() }, args);
+    const deps = createServiceDeps({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, addresses: new AddressPolicy(config.allowedNetworks) });
+    return await OPERATOR_OPS[op](deps, args);
   } finally {
     await storage.close();
   }

@@ -9,10 +9,9 @@ export function unixSeconds(date: Date): number {
 }
 
 /**
- * The time a query that writes a lease, a due time or a retention cut-off
- * should use: null (the database's own clock, `now()`) in production, so
- * every worker agrees whatever its machine's clock says; the test clock's
- * time when a test drives time itself.
+ * The time a query should take as "now": null for the system clock (the
+ * query then uses the database's own clock, the one every process shares),
+ * the clock's time otherwise (tests).
  */
 export function databaseTime(clock: Clock): Date | null {
   return clock === systemClock ? null : clock();

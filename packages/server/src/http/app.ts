@@ -1,8 +1,7 @@
 import cookie from '@fastify/cookie';
 import Fastify, { type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
-import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, REQUEST_TIMEOUT_MS, type PanelAuthConfig, type RateLimits } from '../config.ts';
-import { createAgent } from '../outbound/agent.ts';
+import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import type { OutboundDeps } from '../services/test-event.ts';
 import { authHook, type Principal } from './auth.ts';
@@ -42,15 +41,13 @@ export interface RouteDeps extends ServiceDeps {
   outbound: OutboundDeps;
 }
 
-export interface AppOptions extends Omit<RouteDeps, 'outbound'> {
+export interface AppOptions extends RouteDeps {
   maxBodyBytes: number;
   /** How long a client has to send a whole request; 30 s unless given. */
   bodyTimeoutMs?: number;
   logLevel: string;
   /** Defaults to the configuration's defaults. */
   rateLimits?: RateLimits;
-  /** Defaults to a pool of the API's own with the system's trusted CAs, closed with the app. */
-  outbound?: OutboundDeps;
   /** Where logs go; stdout by default. Tests pass a stream to inspect them. */
   logStream?: Writable;
   /** Serve the control panel at `/` from this build; without it, only the API. */
@@ -83,12 +80,7 @@ export const LOG_REDACT = {
  * Builds the HTTP API without listening (fastify's build/listen split), so
  * tests drive it with `app.inject()`.
  */
-export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance> {
-  const ownAgent = appOptions.outbound ? undefined : createAgent({ connections: 4, addresses: appOptions.addresses, timeoutMs: REQUEST_TIMEOUT_MS });
-  const options: RouteDeps & AppOptions = {
-    ...appOptions,
-    outbound: appOptions.outbound ?? { agent: ownAgent!, timeoutMs: REQUEST_TIMEOUT_MS },
-  };
+export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const app = Fastify({
     logger: {
@@ -120,7 +112,6 @@ export async function buildApp(appOptions: AppOptions): Promise<FastifyInstance>
   app.removeContentTypeParser('text/plain');
   registerInputChecks(app);
   refuseWhileClosing(app);
-  if (ownAgent) app.addHook('onClose', async () => ownAgent.close());
 
   await app.register(cookie);
   app.decorateRequest('accountId', '');

@@ -156,7 +156,7 @@ function unauthorized(request: FastifyRequest): HeraldError {
 
 async function identify(request: FastifyRequest, deps: ServiceDeps, panel: PanelAuthConfig): Promise<void> {
   if (request.headers.authorization !== undefined) {
-    const auth = await authenticate(deps.db, request.headers.authorization);
+    const auth = await authenticate(deps, request.headers.authorization);
     request.accountId = auth.accountId;
     request.principal = { kind: 'api_key', keyId: auth.keyId };
     return;

@@ -6,8 +6,6 @@ import { HeraldError, invalidField } from '../errors.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import * as q from '../storage/queries/idempotency-keys.ts';
 
-/** How long a key is remembered (as Stripe does). */
-export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000;
 /** A key still unfinished after this long belongs to a request whose process died; it may be taken over. */
 const ABANDONED_AFTER_MS = 60_000;
 const MUTATING = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -33,7 +31,6 @@ interface StoredResponse {
  */
 export function idempotency(app: FastifyInstance, deps: ServiceDeps): void {
   app.decorateRequest('idempotencyKey', undefined);
-  let lastPrune = 0;
   const context = (accountId: string, key: string) => `idempotency:${accountId}:${key}`;
 
   app.addHook('preHandler', async (req: FastifyRequest, reply: FastifyReply) => {
@@ -44,11 +41,8 @@ export function idempotency(app: FastifyInstance, deps: ServiceDeps): void {
     if (!/^[\x21-\x7e]{1,255}$/.test(key)) {
       throw invalidField('headers.idempotency-key', 'must be 1 to 255 visible ASCII characters, e.g. a UUID');
     }
+    // Keys older than a day (IDEMPOTENCY_KEY_TTL_MS) are swept by the maintainer.
     const now = deps.clock();
-    if (now.getTime() - lastPrune > 3_600_000) {
-      lastPrune = now.getTime();
-      await q.pruneIdempotencyKeys(deps.db, new Date(now.getTime() - IDEMPOTENCY_KEY_TTL_MS));
-    }
     const requestHash = createHash('sha256')
       .update(`${req.method} ${req.url}\n${req.body === undefined ? '' : canonicalJson(req.body)}`)
       .digest();

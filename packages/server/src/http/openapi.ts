@@ -98,14 +98,15 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
  */
 export async function openApiDocument(): Promise<unknown> {
   const { buildApp } = await import('./app.ts');
-  const { SchemaValidator } = await import('../core/schema-validator.ts');
+  const { createServiceDeps } = await import('../services/deps.ts');
   const { AddressPolicy } = await import('../core/address-policy.ts');
-  const { PasswordHasher } = await import('../core/passwords.ts');
   const noDatabase = (): never => {
-    throw new Error('the OpenAPI document is built without a database');
+    throw new Error('the OpenAPI document is built without a database or a way to send');
   };
-  const db = { engine: 'postgres', query: noDatabase, transaction: noDatabase, exec: noDatabase, listen: noDatabase, close: async () => {} } as const;
-  const app = await buildApp({ db, encryptionKey: Buffer.alloc(32), clock: () => new Date(0), validator: new SchemaValidator(), addresses: AddressPolicy.PUBLIC_ONLY, passwords: new PasswordHasher(), disableAfter: 20, maxBodyBytes: 1, logLevel: 'silent' });
+  const db = { engine: 'postgres', query: noDatabase, transaction: noDatabase, exec: noDatabase, listen: noDatabase, tryLockSession: noDatabase, close: async () => {} } as const;
+  const deps = createServiceDeps({ db, encryptionKey: Buffer.alloc(32), clock: () => new Date(0), addresses: AddressPolicy.PUBLIC_ONLY });
+  const outbound = { send: noDatabase };
+  const app = await buildApp({ ...deps, outbound, disableAfter: 20, maxBodyBytes: 1, logLevel: 'silent' });
   try {
     await app.ready();
     return app.swagger();

@@ -4,11 +4,31 @@ import type { AttemptDetailRow, AttemptRow } from '../storage/queries/attempts.t
 import type { DeliverySummaryRow } from '../storage/queries/deliveries.ts';
 import type { EndpointRow } from '../storage/queries/endpoints.ts';
 import type { EventRow } from '../storage/queries/events.ts';
-import type { EventTypeRow } from '../storage/queries/event-types.ts';
 import type { AttemptRecord } from '../storage/queries/record-results.ts';
+import type { RetentionConfig } from '../config.ts';
+
+/** What an endpoint's representation shows besides its row: the operator's settings and the time. */
+export interface EndpointContext {
+  /** Consecutive failed deliveries before disabling. */
+  disableAfter: number;
+  retention: RetentionConfig;
+  /** Now, to tell whether a slow-down is still running. */
+  now: Date;
+}
+
+/**
+ * The automatic slow-down as it is now, or null when the endpoint is not
+ * slowed down: no new request before `until` (null once that has passed),
+ * and at most `max_in_flight` requests at a time until it answers 2xx again.
+ */
+function throttleJson(e: EndpointRow, now: Date) {
+  const until = e.throttled_until && e.throttled_until.getTime() > now.getTime() ? e.throttled_until : null;
+  if (until === null && e.throttle_limit === null) return null;
+  return { until: until?.toISOString() ?? null, max_in_flight: e.throttle_limit };
+}
 
 /** The public form of an endpoint. The signing secret never appears here, only its hint. */
-export function endpointJson(e: EndpointRow, disableAfter: number, lastAttempt: AttemptRow | null = null) {
+export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: AttemptRow | null = null) {
   return {
     id: e.id,
     url: e.url,
@@ -18,7 +38,10 @@ export function endpointJson(e: EndpointRow, disableAfter: number, lastAttempt: 
     disabled_reason: e.disabled_reason,
     disabled_at: e.disabled_at?.toISOString() ?? null,
     failure_streak: e.failure_streak,
-    failure_threshold: disableAfter,
+    failure_threshold: ctx.disableAfter,
+    rate_limit: e.rate_limit,
+    throttle: throttleJson(e, ctx.now),
+    retention: { succeeded_days: ctx.retention.succeededDays, undelivered_days: ctx.retention.undeliveredDays },
     secret_hint: e.secret_hint,
     created_at: e.created_at.toISOString(),
     updated_at: e.updated_at.toISOString(),
@@ -26,9 +49,8 @@ export function endpointJson(e: EndpointRow, disableAfter: number, lastAttempt: 
   };
 }
 
-export function eventTypeJson(t: EventTypeRow) {
-  return { name: t.name, description: t.description, builtin: t.builtin, schema: t.schema, example: t.example };
-}
+// Shared with the operator commands, so it lives with the event-type service.
+export { eventTypeJson } from '../services/event-types.ts';
 
 const text = (b: Buffer | null) => (b === null ? null : b.toString('utf8'));
 

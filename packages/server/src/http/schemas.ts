@@ -28,7 +28,7 @@ const problem = {
     },
     limit: {
       type: 'object',
-      description: 'For limit_exceeded: the operator\u2019s setting that holds the limit, and its value.',
+      description: 'For limit_exceeded and beyond_retention: the operator\u2019s setting that holds the limit, and its value.',
       required: ['setting', 'value'],
       properties: { setting: { type: 'string', examples: ['HERALD_MAX_ENDPOINTS_PER_ACCOUNT'] }, value: { type: 'integer' } },
     },
@@ -93,6 +93,38 @@ const endpointProperties = {
   disabled_at: nullable(time),
   failure_streak: { type: 'integer', minimum: 0, description: 'Consecutive failed deliveries; the endpoint is disabled when it reaches failure_threshold.' },
   failure_threshold: { type: 'integer', description: 'Consecutive failed deliveries that disable the endpoint (20).' },
+  rate_limit: {
+    ...nullable({ type: 'integer', minimum: 1, maximum: 10_000 }),
+    description: 'The most requests per second Herald sends to this endpoint (bursts of up to one second\u2019s worth); null: no limit but the in-flight caps.',
+  },
+  throttle: {
+    ...nullable({
+      type: 'object',
+      required: ['until', 'max_in_flight'],
+      properties: {
+        until: { ...nullable(time), description: 'No new request starts before this time; null once it has passed.' },
+        max_in_flight: {
+          ...nullable({ type: 'integer', minimum: 1 }),
+          description: 'At most this many requests at a time, raised by one with each success until the usual cap is back.',
+        },
+      },
+    }),
+    description:
+      'The automatic slow-down, as it is now: after the receiver answered 429 or 503, Herald waits (its Retry-After, clamped to 1 s to 1 h, or 5 s) and halves the requests it sends at once. Null when the endpoint is not slowed down.',
+  },
+  retention: {
+    type: 'object',
+    description: 'How long Herald keeps this endpoint\u2019s deliveries (with their events and attempts), set by the operator for every endpoint.',
+    required: ['succeeded_days', 'undelivered_days'],
+    properties: {
+      succeeded_days: { type: 'integer', minimum: 1, description: 'Succeeded deliveries are kept this many days (HERALD_RETENTION_DAYS).' },
+      undelivered_days: {
+        type: 'integer',
+        minimum: 1,
+        description: 'Failed and skipped deliveries are kept this many days (HERALD_RETENTION_UNDELIVERED_DAYS): recovery reaches this far back.',
+      },
+    },
+  },
   secret_hint: { type: 'string', description: 'The signing secret, masked. The secret itself is shown once.' },
   created_at: time,
   updated_at: time,

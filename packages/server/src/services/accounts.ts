@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { HeraldError, invalidField } from '../errors.ts';
 import { apiKeyPrefix, generateApiKey, hashApiKey, hashesEqual } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
-import { cachedApiKey, forgetApiKey, rememberApiKey } from './api-key-cache.ts';
+import type { ApiKeyCache } from './api-key-cache.ts';
 import { getAccount, insertAccount, type AccountRow } from '../storage/queries/accounts.ts';
 import { findApiKeyByPrefix, insertApiKey, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 import { isUuid } from '../core/ids.ts';
@@ -47,7 +47,7 @@ export function bearerToken(authorization: string | undefined): string | undefin
  * Every failure is the same 401, so a caller learns nothing about which keys exist.
  */
 export async function authenticate(
-  db: Queryable,
+  { db, apiKeys }: { db: Queryable; apiKeys: ApiKeyCache },
   authorization: string | undefined,
   now: number = performance.now(),
 ): Promise<{ accountId: string; keyId: string }> {
@@ -55,10 +55,10 @@ export async function authenticate(
   const key = bearerToken(authorization);
   const prefix = key ? apiKeyPrefix(key) : undefined;
   if (!key || !prefix) throw unauthorized();
-  let row = cachedApiKey(db, prefix, now);
+  let row = apiKeys.get(prefix, now);
   if (!row) {
     row = await findApiKeyByPrefix(db, prefix);
-    if (row) rememberApiKey(db, row, now);
+    if (row) apiKeys.remember(row, now);
   }
   if (!row || row.revoked_at || !hashesEqual(row.secret_hash, hashApiKey(key))) throw unauthorized();
   return { accountId: row.account_id, keyId: row.id };
@@ -73,9 +73,9 @@ export async function createAccountApiKey(db: Queryable, accountId: string, name
 }
 
 /** Revokes one of the account's keys; another account's key is "not found", as if it did not exist. */
-export async function revokeAccountApiKey(db: Queryable, accountId: string, id: string): Promise<ApiKeyRow> {
+export async function revokeAccountApiKey({ db, apiKeys }: { db: Queryable; apiKeys: ApiKeyCache }, accountId: string, id: string): Promise<ApiKeyRow> {
   const row = await revokeApiKey(db, id, accountId);
   if (!row) throw new HeraldError('not_found', `no API key with id ${id} in this account`);
-  forgetApiKey(db, row.prefix);
+  apiKeys.forget(row.prefix);
   return row;
 }

@@ -8,12 +8,14 @@ import { getEventTypes, type EventTypeRow } from '../storage/queries/event-types
  * publish. A name not found is always looked up again, so a type an operator
  * adds is usable at once.
  */
-const known = new WeakMap<Db, Map<string, EventTypeRow>>();
+export class EventCatalog {
+  private readonly known = new Map<string, EventTypeRow>();
 
-export async function catalogTypes(db: Db, names: readonly string[]): Promise<Map<string, EventTypeRow>> {
-  let cache = known.get(db);
-  if (!cache) known.set(db, (cache = new Map()));
-  const missing = names.filter((n) => !cache.has(n));
-  if (missing.length > 0) for (const row of await getEventTypes(db, missing)) cache.set(row.name, row);
-  return new Map(names.flatMap((n) => (cache.has(n) ? [[n, cache.get(n)!] as const] : [])));
+  constructor(private readonly db: Db) {}
+
+  async types(names: readonly string[]): Promise<Map<string, EventTypeRow>> {
+    const missing = names.filter((n) => !this.known.has(n));
+    if (missing.length > 0) for (const row of await getEventTypes(this.db, missing)) this.known.set(row.name, row);
+    return new Map(names.flatMap((n) => (this.known.has(n) ? [[n, this.known.get(n)!] as const] : [])));
+  }
 }

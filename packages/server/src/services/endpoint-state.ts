@@ -2,9 +2,9 @@ import { HeraldError, invalidField } from '../errors.ts';
 import { countRecoverable, recoverDeliveries } from '../storage/queries/deliveries.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
+import { DEFAULT_RETENTION } from '../config.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
-import { announceNewWork } from './new-work.ts';
 
 /** Re-enables an endpoint; its failure streak starts again from zero. */
 export async function enableEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
@@ -49,20 +49,43 @@ export async function recoverEndpoint(
   input: { since: unknown; dry_run?: unknown },
 ): Promise<RecoverResult> {
   const since = parseTime('since', input.since);
-  if (since.getTime() > deps.clock().getTime()) throw invalidField('since', 'is in the future; choose a time in the past');
-  const dryRun = input.dry_run === true;
   const now = deps.clock();
+  if (since.getTime() > now.getTime()) throw invalidField('since', 'is in the future; choose a time in the past');
+  const dryRun = input.dry_run === true;
   const count = await deps.db.transaction(async (tx) => {
     const endpoint = await q.lockEndpoint(tx, accountId, id);
     if (!endpoint) throw endpointNotFound(id);
+    checkWithinReach(deps, since, now);
     if (dryRun) return countRecoverable(tx, { accountId, endpointId: id, since });
     if (!endpoint.enabled) {
       throw new HeraldError('endpoint_disabled', 'the endpoint is disabled, so recovered deliveries would be skipped again; re-enable it first (POST /v1/endpoints/{id}/enable)');
     }
     return recoverDeliveries(tx, { accountId, endpointId: id, since, now });
   });
-  if (!dryRun && count > 0) announceNewWork(deps.db);
+  if (!dryRun && count > 0) deps.newWork.announce();
   return { since, dry_run: dryRun, count };
+}
+
+/**
+ * How far back recovery reaches: failed and skipped deliveries are kept for
+ * the undelivered retention, so anything older may be gone.
+ */
+export function recoveryReach(deps: Pick<ServiceDeps, 'retention'>, now: Date): { days: number; from: Date } {
+  const days = (deps.retention ?? DEFAULT_RETENTION).undeliveredDays;
+  return { days, from: new Date(now.getTime() - days * 86_400_000) };
+}
+
+/** Refuses a time further back than recovery reaches, saying how far back it does. */
+function checkWithinReach(deps: ServiceDeps, since: Date, now: Date): void {
+  const { days, from } = recoveryReach(deps, now);
+  if (since.getTime() >= from.getTime()) return;
+  const message =
+    `is further back than recovery reaches: Herald keeps failed and skipped deliveries for ${days} day${days === 1 ? '' : 's'} ` +
+    `(HERALD_RETENTION_UNDELIVERED_DAYS), so recovery reaches back to ${from.toISOString()}; choose that time or later`;
+  throw new HeraldError('beyond_retention', `since: ${message}`, {
+    errors: [{ field: 'since', message }],
+    limit: { setting: 'HERALD_RETENTION_UNDELIVERED_DAYS', value: days },
+  });
 }
 
 /** An RFC 3339 date-time with a zone, e.g. 2026-11-22T09:00:00Z. */

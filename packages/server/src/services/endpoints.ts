@@ -13,6 +13,26 @@ export interface EndpointInput {
   url?: unknown;
   description?: unknown;
   event_types?: unknown;
+  rate_limit?: unknown;
+}
+
+/** The bounds of an endpoint's rate limit, in requests per second. */
+export const RATE_LIMIT_MIN = 1;
+export const RATE_LIMIT_MAX = 10_000;
+
+/**
+ * An endpoint's rate limit: a whole number of requests per second, or null
+ * for none. Undefined (left out) stays undefined, so an update leaves it as is.
+ */
+export function checkRateLimit(value: unknown): number | null | undefined {
+  if (value === undefined || value === null) return value;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < RATE_LIMIT_MIN || value > RATE_LIMIT_MAX) {
+    throw invalidField(
+      'rate_limit',
+      `must be a whole number of requests per second from ${RATE_LIMIT_MIN} to ${RATE_LIMIT_MAX.toLocaleString('en')}, or null for no limit`,
+    );
+  }
+  return value;
 }
 
 /** Checks that every subscribed type is in the catalog; names the unknown ones. */
@@ -47,6 +67,7 @@ export async function createEndpoint(
 ): Promise<{ endpoint: q.EndpointRow; secret: string }> {
   const url = parseEndpointUrl(input.url, deps.addresses);
   const description = checkDescription(input.description) ?? '';
+  const rateLimit = checkRateLimit(input.rate_limit) ?? null;
   const eventTypes = await checkEventTypes(deps.db, input.event_types);
   const id = randomUUID();
   const secret = generateSigningSecret();
@@ -68,6 +89,7 @@ export async function createEndpoint(
       url,
       description,
       eventTypes,
+      rateLimit,
       secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
       secretHint: maskSecret(secret),
     });
@@ -79,6 +101,7 @@ export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: s
   const patch = {
     url: input.url === undefined ? undefined : parseEndpointUrl(input.url, deps.addresses),
     description: checkDescription(input.description),
+    rateLimit: checkRateLimit(input.rate_limit),
     eventTypes: input.event_types === undefined ? undefined : await checkEventTypes(deps.db, input.event_types),
   };
   const row = await q.updateEndpoint(deps.db, accountId, id, patch);

@@ -4,6 +4,11 @@ import type { SchemaValidator } from '../core/schema-validator.ts';
 import type { Queryable } from '../storage/db.ts';
 import { insertEventType, type EventTypeRow } from '../storage/queries/event-types.ts';
 
+/** An event type as the API and the operator commands show it. */
+export function eventTypeJson(t: EventTypeRow) {
+  return { name: t.name, description: t.description, builtin: t.builtin, schema: t.schema, example: t.example };
+}
+
 /**
  * Adds an operator-defined event type. The schema must compile, and an
  * example, when given, must satisfy it.

@@ -1,11 +1,8 @@
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
-import { isUuid, uuidV7 } from '../core/ids.ts';
-import { catalogTypes } from './catalog.ts';
+import { isUuid } from '../core/ids.ts';
 import { checkFanOut } from './fan-out-limits.ts';
-import { announceNewWork } from './new-work.ts';
 import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
-import { publishQueue } from './publish-queue.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { ServiceDeps } from './deps.ts';
 
@@ -34,7 +31,7 @@ interface Checked {
 /** Validates every input before anything is written; errors name the field (`events[2].data.severity`). */
 async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number) => string): Promise<Checked[]> {
   const names = [...new Set(inputs.map((e) => e.type).filter((t): t is string => typeof t === 'string'))];
-  const types = await catalogTypes(deps.db, names);
+  const types = await deps.catalog.types(names);
   const errors: FieldError[] = [];
   const checked: Checked[] = [];
   const now = deps.clock().getTime();
@@ -53,7 +50,7 @@ async function check(deps: ServiceDeps, inputs: EventInput[], prefix: (i: number
     } else {
       errors.push(...deps.validator.check(type.schema, input.data, `${at}data`));
     }
-    const id = typeof input.id === 'string' ? input.id.toLowerCase() : uuidV7(now);
+    const id = typeof input.id === 'string' ? input.id.toLowerCase() : deps.ids.next(now);
     checked.push({ id, type: String(input.type), data: input.data, hash: requestHash(String(input.type), input.data) });
   });
   if (errors.length > 0) {
@@ -119,7 +116,7 @@ export async function publishEvents(
   if (checked.length === 1) {
     // One event: nothing to undo after the insert, so it can share a
     // statement and a commit with other publishes (group commit).
-    const inserted = await publishQueue(deps.db).add(rows[0]!);
+    const inserted = await deps.publishQueue.add(rows[0]!);
     return answer(deps.db, new Set(inserted ? [checked[0]!.id] : []));
   }
   // A batch is all or nothing, so a conflict found after the insert must undo
@@ -131,7 +128,7 @@ export async function publishEvents(
     return answer(tx, new Set(checked.filter((e) => result.inserted.has(eventKey(accountId, e.id))).map((e) => e.id)));
   });
   // After commit, so a woken dispatcher finds the rows.
-  if (pending > 0) announceNewWork(deps.db);
+  if (pending > 0) deps.newWork.announce();
   return published;
 }
 

@@ -30,15 +30,14 @@ export const NOTIFY_WINDOW_MS = 10;
  * A dispatcher that is busy also claims whenever a result of its own is
  * written. Nothing is lost if a notification is: the dispatchers also poll.
  */
-const notifiers = new WeakMap<Db, () => void>();
+export interface NewWork {
+  /** After a commit that made deliveries due: wakes idle dispatchers (at once, or at the end of the window). */
+  announce(): void;
+}
 
-export function announceNewWork(db: Db, onError?: (err: unknown) => void): void {
-  let poke = notifiers.get(db);
-  if (!poke) {
-    poke = coalescingNotifier(() => notifyDeliveries(db), NOTIFY_WINDOW_MS, onError);
-    notifiers.set(db, poke);
-  }
-  poke();
+/** The one announcer of a database handle (createServiceDeps builds it). */
+export function newWorkAnnouncer(db: Db, onError?: (err: unknown) => void): NewWork {
+  return { announce: coalescingNotifier(() => notifyDeliveries(db), NOTIFY_WINDOW_MS, onError) };
 }
 
 /**

@@ -1,11 +1,9 @@
 import { HeraldError } from '../errors.ts';
-import { eventTypeJson } from '../http/representations.ts';
 import { listAccounts, type AccountRow } from '../storage/queries/accounts.ts';
 import { listApiKeys, revokeApiKey, type ApiKeyRow } from '../storage/queries/api-keys.ts';
 import { listEventTypes } from '../storage/queries/event-types.ts';
 import { createAccount, createApiKey, requireAccount } from './accounts.ts';
-import { forgetApiKey } from './api-key-cache.ts';
-import { addEventType } from './event-types.ts';
+import { addEventType, eventTypeJson } from './event-types.ts';
 import { generatePassword } from '../core/passwords.ts';
 import { listUsers } from '../storage/queries/users.ts';
 import { createUser, deleteUser, setUserPassword, userJson } from './users.ts';
@@ -39,7 +37,7 @@ export const OPERATOR_OPS = {
   'keys.revoke': async (deps: ServiceDeps, args: Args) => {
     const row = await revokeApiKey(deps.db, String(args.key ?? ''));
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
-    forgetApiKey(deps.db, row.prefix);
+    deps.apiKeys.forget(row.prefix);
     return keyJson(row);
   },
   // Without a password, one is generated and returned this once.

@@ -1,8 +1,8 @@
 import type { Db } from '../storage/db.ts';
 import { eventKey, insertEventsWithDeliveries, type NewEvent } from '../storage/queries/events.ts';
-import { announceNewWork } from './new-work.ts';
+import type { NewWork } from './new-work.ts';
 
-/** Statements of single publishes in flight at once, per database handle. */
+/** Statements of single publishes in flight at once, per queue (one per process). */
 export const PUBLISH_STATEMENTS_IN_FLIGHT = 2;
 /** Most events written by one statement (the batch API's own limit). */
 export const PUBLISH_ROWS_PER_STATEMENT = 500;
@@ -35,6 +35,7 @@ export class PublishQueue {
 
   constructor(
     private readonly db: Db,
+    private readonly newWork: NewWork,
     private readonly options: { inFlight?: number; rowsPerStatement?: number; bytesPerStatement?: number } = {},
   ) {}
 
@@ -87,7 +88,7 @@ export class PublishQueue {
       return;
     }
     // After commit, so a woken dispatcher finds the rows.
-    if (result.pending > 0) announceNewWork(this.db);
+    if (result.pending > 0) this.newWork.announce();
     // The same id twice in one statement (two publishers racing): the first
     // to arrive is the one stored (the statement's sort is stable), the later
     // ones are told it was there before, so their bodies are compared with it
@@ -111,13 +112,4 @@ function aboutRows(err: unknown): boolean {
   const code = (err as { code?: unknown }).code;
   if (typeof code !== 'string' || code.length !== 5) return false;
   return !/^(08|53|57|58|XX)/.test(code);
-}
-
-const queues = new WeakMap<Db, PublishQueue>();
-
-/** The one queue of a database handle. */
-export function publishQueue(db: Db): PublishQueue {
-  let q = queues.get(db);
-  if (!q) queues.set(db, (q = new PublishQueue(db)));
-  return q;
 }

@@ -2,10 +2,9 @@ import { HeraldError, invalidField } from '../errors.ts';
 import type { DeliveryRow } from '../storage/queries/deliveries.ts';
 import { insertDelivery, lockDelivery, requeueDelivery } from '../storage/queries/deliveries.ts';
 import { lockEndpoint } from '../storage/queries/endpoints.ts';
-import { getEvent } from '../storage/queries/events.ts';
+import { getEventForNewDelivery } from '../storage/queries/events.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
-import { announceNewWork } from './new-work.ts';
 import { isUuid } from '../core/ids.ts';
 
 
@@ -22,7 +21,7 @@ export async function redeliverEvent(deps: ServiceDeps, accountId: string, event
   if (!isUuid(endpointId)) throw invalidField('endpoint_id', 'must be the id of one of your endpoints');
   const now = deps.clock();
   const delivery = await deps.db.transaction(async (tx) => {
-    const event = await getEvent(tx, accountId, eventId);
+    const event = await getEventForNewDelivery(tx, accountId, eventId);
     if (!event) throw new HeraldError('not_found', `no event with id ${eventId} in this account`);
     const endpoint = await lockEndpoint(tx, accountId, endpointId);
     if (!endpoint) throw endpointNotFound(endpointId);
@@ -36,6 +35,6 @@ export async function redeliverEvent(deps: ServiceDeps, accountId: string, event
     if (existing.state === 'pending' && existing.in_flight) return existing;
     return requeueDelivery(tx, existing.id, now);
   });
-  announceNewWork(deps.db);
+  deps.newWork.announce();
   return delivery;
 }

@@ -1,12 +1,9 @@
-import type { Agent } from 'undici';
 import { unixSeconds } from '../core/clock.ts';
-import { uuidV7 } from '../core/ids.ts';
 import { serialiseEnvelope } from '../core/envelope.ts';
-import { classifyOutcome } from '../core/outcome.ts';
+import { classifyOutcome, type AttemptResult } from '../core/outcome.ts';
 import { decryptSecret } from '../core/secrets.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import { invalidField } from '../errors.ts';
-import { sendAttempt } from '../outbound/send.ts';
 import { getEventTypes } from '../storage/queries/event-types.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import { ATTEMPTS_KEPT, insertAttempts, pruneAttempts, type AttemptRecord } from '../storage/queries/record-results.ts';
@@ -16,10 +13,27 @@ import { endpointNotFound } from './endpoints.ts';
 /** The type of the default test event; receivers ignore unknown types. */
 export const TEST_EVENT_TYPE = 'webhook.test';
 
-/** How the API process sends test events: its own pool, the dispatcher's deadline. */
+/** One signed request for the sender to make. */
+export interface OutboundRequest {
+  url: string;
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** What came of it: the answer or the transport error, the start of the body, how long it took. */
+export interface OutboundAnswer {
+  result: AttemptResult;
+  excerpt: Buffer | null;
+  durationMs: number;
+}
+
+/**
+ * How the API process sends test events. The sender lives in the outbound
+ * layer; the composition root binds it to a small pool of the API's own and
+ * the delivery deadline, so this layer needs neither.
+ */
 export interface OutboundDeps {
-  agent: Agent;
-  timeoutMs: number;
+  send(request: OutboundRequest): Promise<OutboundAnswer>;
 }
 
 /**
@@ -55,8 +69,8 @@ export async function sendTestEvent(
   }
 
   const startedAt = deps.clock();
-  const eventId = uuidV7(startedAt.getTime());
-  const attemptId = uuidV7(startedAt.getTime());
+  const eventId = deps.ids.next(startedAt.getTime());
+  const attemptId = deps.ids.next(startedAt.getTime());
   const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
   const headers = buildRequestHeaders({
     eventType: type,
@@ -66,7 +80,7 @@ export async function sendTestEvent(
     body,
     secret: decryptSecret(deps.encryptionKey, endpoint.secret_encrypted, endpoint.id),
   });
-  const sent = await sendAttempt(outbound.agent, { url: endpoint.url, headers, body, timeoutMs: outbound.timeoutMs });
+  const sent = await outbound.send({ url: endpoint.url, headers, body });
   const outcome = classifyOutcome(sent.result);
   const attempt: AttemptRecord = {
     id: attemptId,

@@ -137,9 +137,8 @@ export async function startSession(
   const token = randomBytes(32).toString('base64url');
   const sessionId = randomUUID();
   const expiresAt = new Date(now.getTime() + settings.sessionMaxMs);
+  // Ended sessions are swept by the maintainer; findSession never accepts one.
   await q.insertSession(db, { id: sessionId, userId, tokenHash: hashToken(token), now, expiresAt });
-  // Ended sessions are swept here, off the path of ordinary requests.
-  await q.pruneSessions(db, now, new Date(now.getTime() - settings.sessionIdleMs));
   return { token, sessionId, expiresAt };
 }
 

@@ -26,6 +26,14 @@ export interface Queryable {
 
 export type Engine = 'pglite' | 'postgres';
 
+/** A session-level advisory lock, held on a connection of its own until released or lost. */
+export interface SessionLock {
+  /** True while the lock is still held: checks its connection with a round trip (false once that connection failed). */
+  check(): Promise<boolean>;
+  /** Gives the lock up and closes its connection. */
+  release(): Promise<void>;
+}
+
 export interface Db extends Queryable {
   readonly engine: Engine;
   /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
@@ -34,5 +42,11 @@ export interface Db extends Queryable {
   exec(sql: string): Promise<void>;
   /** LISTEN on a channel; resolves to a function that stops listening. */
   listen(channel: string, onNotify: (payload: string) => void): Promise<() => Promise<void>>;
+  /**
+   * Takes the session-level advisory lock `key` if no one holds it, on a
+   * connection of its own outside the pool; undefined when another session
+   * holds it. The embedded engine has one process: it always gets it.
+   */
+  tryLockSession(key: number): Promise<SessionLock | undefined>;
   close(): Promise<void>;
 }

@@ -1,7 +1,21 @@
 import type { Db } from './db.ts';
+import { tableExists } from './queries/retention.ts';
+
+/**
+ * VACUUM, ANALYZE and the statistics check: the maintainer
+ * (src/maintenance/maintainer.ts) decides when, in one process at a time.
+ */
 
 /** The tables every delivery writes to: they collect dead rows fastest. */
-const BUSY_TABLES = ['deliveries', 'attempts', 'events', 'endpoints', 'idempotency_keys', 'sessions'];
+const BUSY_TABLES = ['deliveries', 'attempts', 'events', 'endpoints', 'idempotency_keys', 'sessions', 'attempt_log_grown'];
+
+/**
+ * Small tables that every delivery inserts into and deletes from: they are
+ * all dead rows within seconds, so they are vacuumed far more often than
+ * autovacuum's thresholds would. in_flight comes with the scheduler's
+ * migration; a table not there yet is skipped.
+ */
+export const CHURNING_TABLES = ['in_flight', 'attempt_log_grown'];
 
 /** How often the embedded engine is vacuumed and analysed. */
 export const EMBEDDED_MAINTENANCE_MS = 10_000;
@@ -16,7 +30,26 @@ export const EMBEDDED_MAINTENANCE_MS = 10_000;
  * PostgreSQL, autovacuum does this.
  */
 export async function vacuumEmbedded(db: Db): Promise<void> {
-  for (const table of BUSY_TABLES) await db.exec(`VACUUM (ANALYZE) ${table}`);
+  for (const table of [...BUSY_TABLES, 'in_flight']) {
+    if (await tableExists(db, table)) await db.exec(`VACUUM (ANALYZE) ${table}`);
+  }
+}
+
+/**
+ * VACUUM of the churning tables on PostgreSQL, those that exist and the role
+ * owns (PostgreSQL would only warn about the others), never waiting for a
+ * lock. Returns the tables vacuumed.
+ */
+export async function vacuumChurningTables(db: Db, tables: readonly string[] = CHURNING_TABLES): Promise<string[]> {
+  const { rows } = await db.query<{ relname: string }>(
+    `SELECT c.relname FROM pg_class c
+      WHERE c.oid = ANY (SELECT to_regclass(t) FROM unnest($1::text[]) AS t)
+        AND pg_has_role(c.relowner, 'USAGE')
+      ORDER BY c.relname`,
+    [tables],
+  );
+  for (const { relname } of rows) await db.exec(`VACUUM (SKIP_LOCKED) ${relname}`);
+  return rows.map((r) => r.relname);
 }
 
 /** How often Herald looks for tables whose statistics fell far behind, on PostgreSQL. */
@@ -85,41 +118,4 @@ export async function analyzeStaleTables(
     for (const { relname } of rows) await tx.query(`ANALYZE (SKIP_LOCKED) ${relname}`);
     return rows.map((r) => r.relname);
   });
-}
-
-/**
- * Runs `pass` every `intervalMs`, one pass at a time. Returns a function that
- * stops it and waits for a pass under way.
- */
-function every(intervalMs: number, pass: () => Promise<unknown>, onError?: (err: unknown) => void): () => Promise<void> {
-  let running: Promise<void> | undefined;
-  const timer = setInterval(() => {
-    running ??= pass()
-      .then(() => undefined)
-      .catch((err) => onError?.(err))
-      .finally(() => {
-        running = undefined;
-      });
-  }, intervalMs);
-  timer.unref();
-  return async () => {
-    clearInterval(timer);
-    await running;
-  };
-}
-
-/** Runs `vacuumEmbedded` every `intervalMs` on the embedded engine. Returns a function that stops it and waits for a pass under way. */
-export function startEmbeddedMaintenance(
-  db: Db,
-  options: { intervalMs?: number; onError?: (err: unknown) => void } = {},
-): () => Promise<void> {
-  return every(options.intervalMs ?? EMBEDDED_MAINTENANCE_MS, () => vacuumEmbedded(db), options.onError);
-}
-
-/** Runs `analyzeStaleTables` every `intervalMs` on PostgreSQL. Returns a function that stops it and waits for a pass under way. */
-export function startStatisticsKeeper(
-  db: Db,
-  options: { intervalMs?: number; tables?: readonly string[]; onError?: (err: unknown) => void } = {},
-): () => Promise<void> {
-  return every(options.intervalMs ?? STATISTICS_CHECK_MS, () => analyzeStaleTables(db, { tables: options.tables }), options.onError);
 }

@@ -1,3 +1,4 @@
+import { readdirSync } from 'node:fs';
 import { readFile, readdir } from 'node:fs/promises';
 import type { Db, Queryable } from './db.ts';
 
@@ -11,8 +12,13 @@ export interface Migration {
   sql: string;
 }
 
+/** The migration files among a directory's entries, in the order they apply. */
+function migrationFiles(entries: readonly string[]): string[] {
+  return entries.filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+}
+
 export async function loadMigrations(): Promise<Migration[]> {
-  const files = (await readdir(MIGRATIONS_DIR)).filter((f) => /^\d{3}_[a-z0-9_]+\.sql$/.test(f)).sort();
+  const files = migrationFiles(await readdir(MIGRATIONS_DIR));
   return Promise.all(
     files.map(async (file) => ({
       version: Number(file.slice(0, 3)),
@@ -22,12 +28,16 @@ export async function loadMigrations(): Promise<Migration[]> {
   );
 }
 
-let known: Promise<number> | undefined;
+/**
+ * The newest migration this code carries, read once as the module loads: the
+ * migrations that came with the code this process runs, even if a newer
+ * Herald is later installed over it on disk.
+ */
+const KNOWN_SCHEMA_VERSION = Math.max(0, ...migrationFiles(readdirSync(MIGRATIONS_DIR)).map((f) => Number(f.slice(0, 3))));
 
 /** The newest migration this code carries. */
-export function knownSchemaVersion(): Promise<number> {
-  known ??= loadMigrations().then((ms) => Math.max(0, ...ms.map((m) => m.version)));
-  return known;
+export async function knownSchemaVersion(): Promise<number> {
+  return KNOWN_SCHEMA_VERSION;
 }
 
 /** A newer Herald has migrated the database past what this process knows. */

@@ -50,6 +50,10 @@ export async function openPglite(options: PgliteOptions = {}): Promise<Db & { du
       const unsubscribe = await pg.listen(channel, onNotify);
       return async () => unsubscribe();
     },
+    async tryLockSession() {
+      // One process holds the data directory (data-dir-lock.ts): it is always the only one.
+      return { check: async () => true, release: async () => {} };
+    },
     async close() {
       await pg.close();
     },

@@ -30,6 +30,9 @@ function wrap(client: pg.Pool | pg.PoolClient): Queryable {
   };
 }
 
+/** A lock's connection that does not connect or answer within this long is taken as lost. */
+const LOCK_QUERY_TIMEOUT_MS = 10_000;
+
 /** The PostgreSQL adapter (`DATABASE_URL`), on node-postgres' pool. */
 export async function openPostgres(options: PostgresOptions): Promise<Db> {
   const pool = new pg.Pool({ connectionString: options.connectionString, max: options.max ?? 10, types });
@@ -78,6 +81,54 @@ export async function openPostgres(options: PostgresOptions): Promise<Db> {
         await client.query(`UNLISTEN ${pg.escapeIdentifier(channel)}`).catch(() => {});
         client.release();
       };
+    },
+    async tryLockSession(key) {
+      // A client of its own, not one of the pool's: a session lock lives as
+      // long as its connection, and holding a pool connection for good would
+      // take it from the API and the dispatcher.
+      const client = new pg.Client({
+        connectionString: options.connectionString,
+        types,
+        keepAlive: true,
+        connectionTimeoutMillis: LOCK_QUERY_TIMEOUT_MS,
+        query_timeout: LOCK_QUERY_TIMEOUT_MS,
+      });
+      let lost = false;
+      client.on('error', () => {
+        lost = true;
+      });
+      client.on('end', () => {
+        lost = true;
+      });
+      try {
+        await client.connect();
+        const { rows } = await client.query<{ got: boolean }>('SELECT pg_try_advisory_lock($1) AS got', [key]);
+        if (rows[0]?.got) {
+          const lock = {
+            async check() {
+              if (lost) return false;
+              try {
+                await client.query('SELECT 1');
+                return true;
+              } catch {
+                lost = true;
+                return false;
+              }
+            },
+            async release() {
+              if (!lost) await client.query('SELECT pg_advisory_unlock($1)', [key]).catch(() => {});
+              lost = true;
+              await client.end().catch(() => {});
+            },
+          };
+          return lock;
+        }
+      } catch (err) {
+        await client.end().catch(() => {});
+        throw err;
+      }
+      await client.end().catch(() => {});
+      return undefined;
     },
     async close() {
       for (const client of listeners) client.release(true);

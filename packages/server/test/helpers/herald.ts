@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { PassThrough } from 'node:stream';
 import type { FastifyInstance } from 'fastify';
-import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits } from '../../src/config.ts';
+import { DEFAULT_PANEL_AUTH, DEFAULT_RETRY, loadConfig, type DispatcherConfig, type PanelAuthConfig, type RateLimits, type RetentionConfig } from '../../src/config.ts';
 import { AddressPolicy } from '../../src/core/address-policy.ts';
 import { PasswordHasher } from '../../src/core/passwords.ts';
 import { SetupToken } from '../../src/core/setup-token.ts';
 import type { LoginLimiter } from '../../src/http/login-limiter.ts';
-import { SchemaValidator } from '../../src/core/schema-validator.ts';
 import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import type { NewEvent } from '../../src/storage/queries/events.ts';
@@ -17,7 +16,8 @@ import { sendAttempt } from '../../src/outbound/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
-import type { ServiceDeps } from '../../src/services/deps.ts';
+import { createServiceDeps, type ServiceDeps } from '../../src/services/deps.ts';
+import type { OutboundDeps } from '../../src/services/test-event.ts';
 import type { Engine } from '../../src/storage/db.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
@@ -33,6 +33,8 @@ export const TEST_ADDRESSES = new AddressPolicy(TEST_NETWORKS);
 export interface TestHerald {
   db: TestDb;
   deps: ServiceDeps;
+  /** How the API sends test events (for another app built on the same deps). */
+  outbound: OutboundDeps;
   app: FastifyInstance;
   dispatcher: Dispatcher;
   clock: TestClock;
@@ -112,29 +114,25 @@ export async function createTestHerald(
     trustedProxies?: string[];
     /** How long a client has to send a whole request (the default otherwise). */
     bodyTimeoutMs?: number;
+    /** How long deliveries are kept (the defaults otherwise: 30 and 90 days). */
+    retention?: RetentionConfig;
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
   const setupToken = new SetupToken();
-  const deps: ServiceDeps = {
-    db,
-    encryptionKey: TEST_KEY,
-    clock: clock.now,
-    validator: new SchemaValidator(),
-    addresses: options.addresses ?? TEST_ADDRESSES,
-    passwords: options.passwords ?? new PasswordHasher(),
-    setupToken,
-  };
+  // As main.ts builds them.
+  const deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: clock.now, addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords, setupToken });
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
   logStream.on('data', (c: Buffer) => logChunks.push(c));
   const agent = createAgent({ connections: 4, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
+  const outbound: OutboundDeps = { send: (request) => sendAttempt(agent, { ...request, timeoutMs: config.requestTimeoutMs }) };
   const app = await buildApp({
     ...deps,
     disableAfter: config.disableAfter,
-    outbound: { agent, timeoutMs: config.requestTimeoutMs },
+    outbound,
     rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, unauthenticatedPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
     bodyTimeoutMs: options.bodyTimeoutMs,
@@ -145,14 +143,15 @@ export async function createTestHerald(
     loginLimiter: options.loginLimiter,
     setupToken,
     trustedProxies: options.trustedProxies,
+    retention: options.retention,
   });
-  const outbound = createAgent({ connections: config.originConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
+  const dispatcherAgent = createAgent({ connections: config.originConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
   const dispatcher = createDispatcher({
     ...databaseParts(db, config),
     config,
     clock: clock.now,
     encryptionKey: TEST_KEY,
-    send: (req) => sendAttempt(outbound, req),
+    send: (req) => sendAttempt(dispatcherAgent, req),
     random: options.random ?? (() => 0.5),
   });
 
@@ -168,6 +167,7 @@ export async function createTestHerald(
   const herald: TestHerald = {
     db,
     deps,
+    outbound,
     app,
     dispatcher,
     clock,
@@ -217,7 +217,7 @@ export async function createTestHerald(
       await dispatcher.stop(1000);
       await app.close();
       await agent.close();
-      await outbound.destroy();
+      await dispatcherAgent.destroy();
       await db.close();
     },
   };

@@ -1,9 +1,10 @@
 import type { Endpoint } from '../../api/types.ts';
 import { Button } from '../../components/button.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
+import { days } from '../../lib/rate-limit.ts';
 import { FailureStreak } from './failure-streak.tsx';
 
-/** The endpoint's settings at a glance: events, secret hint, failure streak, dates. */
+/** The endpoint's settings at a glance: events, secret hint, failure streak, rate limit, how long history is kept, dates. */
 export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: Endpoint; onRotate(): void; onRecover(): void }) {
   return (
     <section class="card" aria-labelledby="facts-heading">
@@ -35,11 +36,19 @@ export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: 
           <FailureStreak endpoint={e} />
           <span class="hint">At {e.failure_threshold} failed deliveries in a row Herald disables the endpoint.</span>
         </dd>
+        <dt>Rate limit</dt>
+        <dd data-testid="rate-limit-fact">
+          {e.rate_limit === null ? 'No limit' : `At most ${e.rate_limit.toLocaleString()} ${e.rate_limit === 1 ? 'request' : 'requests'} per second`}
+        </dd>
         <dt>Redeliver</dt>
         <dd>
           <Button small variant="ghost" onClick={onRecover} data-testid="open-recover">
             Recover deliveries…
           </Button>
+        </dd>
+        <dt>Retention</dt>
+        <dd data-testid="retention">
+          History kept for {days(e.retention.succeeded_days)}; failed deliveries can be recovered for {days(e.retention.undelivered_days)}.
         </dd>
         <dt>Created</dt>
         <dd>

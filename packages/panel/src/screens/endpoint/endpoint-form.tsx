@@ -9,6 +9,7 @@ import { Link } from '../../components/link.tsx';
 import { Loading } from '../../components/loading.tsx';
 import { checkEndpointUrl } from '../../lib/endpoint-url.ts';
 import { afterPointerRelease } from '../../lib/after-pointer.ts';
+import { parseRateLimit } from '../../lib/rate-limit.ts';
 import { asApiError, useResource } from '../../lib/use-resource.ts';
 import { EventTypePicker } from './event-type-picker.tsx';
 
@@ -19,7 +20,7 @@ interface Props {
   onSubmit(input: EndpointInput): Promise<void>;
 }
 
-type Errors = Partial<Record<'url' | 'event_types' | 'description', string>>;
+type Errors = Partial<Record<'url' | 'event_types' | 'description' | 'rate_limit', string>>;
 
 /**
  * Add and edit share this form. The address is checked here as the user
@@ -31,12 +32,15 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
   const [url, setUrl] = useState(initial.url);
   const [description, setDescription] = useState(initial.description ?? '');
   const [types, setTypes] = useState<string[]>(initial.event_types);
+  const [rateLimit, setRateLimit] = useState(initial.rate_limit == null ? '' : String(initial.rate_limit));
   const [errors, setErrors] = useState<Errors>({});
   const [formError, setFormError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
   const urlInput = useRef<HTMLInputElement>(null);
   const descInput = useRef<HTMLTextAreaElement>(null);
   const typesGroup = useRef<HTMLFieldSetElement>(null);
+  const rateInput = useRef<HTMLInputElement>(null);
+  const rate = parseRateLimit(rateLimit);
 
   function check(): Errors {
     const found: Errors = {};
@@ -44,6 +48,7 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
     if (urlProblem) found.url = urlProblem;
     if (types.length === 0) found.event_types = 'Choose at least one event type for this endpoint to receive.';
     if (description.length > 500) found.description = `Keep the description to 500 characters (it has ${description.length}).`;
+    if ('error' in rate) found.rate_limit = rate.error;
     return found;
   }
 
@@ -51,6 +56,7 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
     if (found.url) urlInput.current?.focus();
     else if (found.event_types) typesGroup.current?.querySelector<HTMLInputElement>('input')?.focus();
     else if (found.description) descInput.current?.focus();
+    else if (found.rate_limit) rateInput.current?.focus();
   }
 
   async function submit(e: Event) {
@@ -61,13 +67,15 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
     if (Object.keys(found).length) return focusFirst(found);
     setBusy(true);
     try {
-      await onSubmit({ url: url.trim(), event_types: types, description: description.trim() });
+      // Always sent: an emptied field removes the limit the endpoint had.
+      await onSubmit({ url: url.trim(), event_types: types, description: description.trim(), rate_limit: 'value' in rate ? rate.value : null });
     } catch (err) {
       const apiError = asApiError(err);
       const fromServer: Errors = {
         url: apiError.fieldError('url'),
         event_types: apiError.fieldError('event_types'),
         description: apiError.fieldError('description'),
+        rate_limit: apiError.fieldError('rate_limit'),
       };
       if (Object.values(fromServer).some(Boolean)) {
         setErrors(fromServer);
@@ -80,6 +88,9 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
   }
 
   const urlHint = 'The HTTPS address of your receiver. Herald sends each event there as a signed POST request.';
+  const rateHint =
+    'The most requests per second Herald sends to this endpoint, from 1 to 10,000, so a receiver with a quota of its own is not overrun. Leave it empty for no limit. ' +
+    'Either way, Herald slows down by itself while the receiver answers 429 (too many requests) or 503.';
   return (
     <form class="form card" onSubmit={submit} noValidate data-testid="endpoint-form">
       {formError && <ErrorAlert error={formError} />}
@@ -136,6 +147,31 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
           error={errors.event_types}
         />
       )}
+      <Field id="endpoint-rate-limit" label="Rate limit" optional hint={rateHint} error={errors.rate_limit}>
+        <span class="input-with-unit">
+          <input
+            ref={rateInput}
+            id="endpoint-rate-limit"
+            class="input input-short"
+            type="text"
+            inputMode="numeric"
+            autoComplete="off"
+            placeholder="No limit"
+            value={rateLimit}
+            aria-invalid={errors.rate_limit ? true : undefined}
+            aria-describedby={['endpoint-rate-limit-unit', describedBy('endpoint-rate-limit', rateHint, errors.rate_limit)].filter(Boolean).join(' ')}
+            onInput={(e) => {
+              setRateLimit(e.currentTarget.value);
+              // Clear a stale message as soon as the value becomes acceptable.
+              if (errors.rate_limit && !('error' in parseRateLimit(e.currentTarget.value))) setErrors({ ...errors, rate_limit: undefined });
+            }}
+            data-testid="rate-limit"
+          />
+          <span id="endpoint-rate-limit-unit" class="muted">
+            requests per second
+          </span>
+        </span>
+      </Field>
       <div class="form-actions">
         <Link href={cancelHref} class="btn btn-secondary">
           Cancel

@@ -7,6 +7,7 @@ import { Button } from '../../components/button.tsx';
 import { Dialog } from '../../components/dialog.tsx';
 import { describedBy, Field } from '../../components/field.tsx';
 import { formatExact, fromLocalInput, toLocalInput } from '../../lib/time.ts';
+import { days } from '../../lib/rate-limit.ts';
 import { asApiError } from '../../lib/use-resource.ts';
 
 interface Props {
@@ -19,10 +20,17 @@ interface Props {
 
 const DAY = 86_400_000;
 
-/** A day before the endpoint was disabled (its failures started before), or a day ago. */
+/** The earliest time recovery reaches: failed and skipped deliveries are kept this long. */
+function earliest(e: Endpoint): Date {
+  return new Date(Date.now() - e.retention.undelivered_days * DAY);
+}
+
+/** A day before the endpoint was disabled (its failures started before), or a day ago; never before what recovery reaches. */
 function defaultSince(e: Endpoint): string {
   const from = e.disabled_at ? Date.parse(e.disabled_at) - DAY : Date.now() - DAY;
-  return toLocalInput(new Date(from));
+  // Rounded up to the next minute: the input has minutes only.
+  const first = Math.ceil(earliest(e).getTime() / 60_000) * 60_000;
+  return toLocalInput(new Date(Math.max(from, first)));
 }
 
 /**
@@ -38,7 +46,15 @@ export function RecoverDialog({ open, endpoint: e, onClose, onRecovered }: Props
   const [error, setError] = useState<ApiError>();
   const sinceIso = fromLocalInput(since);
   const inFuture = sinceIso !== undefined && Date.parse(sinceIso) > Date.now();
-  const inputError = !sinceIso ? 'Enter a date and time.' : inFuture ? 'Choose a time in the past.' : undefined;
+  const tooOld = sinceIso !== undefined && Date.parse(sinceIso) < earliest(e).getTime();
+  const reach = `Herald keeps failed and skipped deliveries for ${days(e.retention.undelivered_days)}`;
+  const inputError = !sinceIso
+    ? 'Enter a date and time.'
+    : inFuture
+      ? 'Choose a time in the past.'
+      : tooOld
+        ? `${reach}: choose ${formatExact(earliest(e).toISOString())} or later.`
+        : undefined;
 
   useEffect(() => {
     if (open) {
@@ -50,7 +66,7 @@ export function RecoverDialog({ open, endpoint: e, onClose, onRecovered }: Props
 
   // The dry run, again whenever the chosen time changes.
   useEffect(() => {
-    if (!open || !sinceIso || inFuture) {
+    if (!open || !sinceIso || inFuture || tooOld) {
       setCount(undefined);
       return;
     }
@@ -104,16 +120,17 @@ export function RecoverDialog({ open, endpoint: e, onClose, onRecovered }: Props
         Herald sends again, as new deliveries, the events this endpoint missed while it was disabled and those whose delivery failed, since the time
         you choose.
       </p>
-      <Field id="recover-since" label="Since (your local time)" error={inputError}>
+      <Field id="recover-since" label="Since (your local time)" hint={`${reach}, so recovery reaches back that far.`} error={inputError}>
         <input
           id="recover-since"
           class="input"
           type="datetime-local"
           value={since}
+          min={toLocalInput(earliest(e))}
           max={toLocalInput(new Date())}
           autofocus
           aria-invalid={inputError ? true : undefined}
-          aria-describedby={describedBy('recover-since', undefined, inputError) ?? 'recover-count'}
+          aria-describedby={`${describedBy('recover-since', true, inputError)} recover-count`}
           onInput={(ev) => setSince(ev.currentTarget.value)}
           data-testid="recover-since"
         />

@@ -61,6 +61,6 @@ export function apiKeyRoutes(app: FastifyInstance, deps: RouteDeps): void {
         response: { 200: ok('ApiKey', 'Revoked (revoking again changes nothing).'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
-    async (req) => apiKeyJson(await revokeAccountApiKey(deps.db, req.accountId, req.params.id)),
+    async (req) => apiKeyJson(await revokeAccountApiKey(deps, req.accountId, req.params.id)),
   );
 }

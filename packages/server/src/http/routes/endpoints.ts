@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import * as endpoints from '../../services/endpoints.ts';
 import { disableEndpoint, enableEndpoint, recoverEndpoint } from '../../services/endpoint-state.ts';
+import { DEFAULT_RETENTION } from '../../config.ts';
 import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
 import { lastAttempts } from '../../storage/queries/attempts.ts';
 import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
@@ -25,9 +26,26 @@ const endpointFields = {
     description: 'Event types this endpoint receives; see GET /v1/event-types.',
     examples: [['alarm.created', 'alarm.resolved']],
   },
+  rate_limit: {
+    type: ['integer', 'null'],
+    minimum: endpoints.RATE_LIMIT_MIN,
+    maximum: endpoints.RATE_LIMIT_MAX,
+    description:
+      'The most requests per second Herald sends to this endpoint, from 1 to 10,000, with bursts of up to one second\u2019s worth; null (the default) for no limit but the in-flight caps. On an update, null removes the limit.',
+    examples: [50],
+  },
 } as const;
 
-type EndpointBody = { url?: string; description?: string; event_types?: string[] };
+type EndpointBody = { url?: string; description?: string; event_types?: string[]; rate_limit?: number | null };
+
+/**
+ * Checks rate_limit before the schema does, so that a wrong value gets one
+ * message that says what is accepted instead of the schema's terse ones.
+ */
+async function rateLimitFirst(req: { body: unknown }): Promise<void> {
+  const body = req.body;
+  if (body && typeof body === 'object' && !Array.isArray(body)) endpoints.checkRateLimit((body as { rate_limit?: unknown }).rate_limit);
+}
 
 const tags = ['Endpoints'];
 
@@ -35,13 +53,15 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
   /** Endpoints with their newest attempt, in one extra query for a whole page. */
   const withLastAttempt = async (rows: EndpointRow[]) => {
     const last = await lastAttempts(deps.db, rows.map((r) => r.id));
-    return rows.map((r) => endpointJson(r, deps.disableAfter, last.get(r.id) ?? null));
+    const ctx = { disableAfter: deps.disableAfter, retention: deps.retention ?? DEFAULT_RETENTION, now: deps.clock() };
+    return rows.map((r) => endpointJson(r, ctx, last.get(r.id) ?? null));
   };
   const one = async (row: EndpointRow) => (await withLastAttempt([row]))[0]!;
 
   app.post<{ Body: EndpointBody }>(
     '/v1/endpoints',
     {
+      preValidation: rateLimitFirst,
       schema: {
         tags,
         operationId: 'createEndpoint',
@@ -90,11 +110,13 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
   app.patch<{ Params: { id: string }; Body: EndpointBody }>(
     '/v1/endpoints/:id',
     {
+      preValidation: rateLimitFirst,
       schema: {
         tags,
         operationId: 'updateEndpoint',
         summary: 'Update an endpoint',
-        description: 'Changes the address (validated again), the subscribed event types or the description. Fields left out stay as they are.',
+        description:
+          'Changes the address (validated again), the subscribed event types, the description or the rate limit (null removes it). Fields left out stay as they are.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: endpointFields },
         response: { 200: ok('Endpoint', 'The endpoint as updated.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
@@ -204,14 +226,14 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         operationId: 'recoverEndpoint',
         summary: 'Recover skipped and failed deliveries',
         description:
-          'Sends again, each with a fresh set of attempts, the deliveries of this endpoint created since a time that ended failed or skipped. With dry_run it only counts them, to show before confirming. The endpoint must be enabled.',
+          'Sends again, each with a fresh set of attempts, the deliveries of this endpoint created since a time that ended failed or skipped. With dry_run it only counts them, to show before confirming. The endpoint must be enabled. Failed and skipped deliveries are kept for retention.undelivered_days (HERALD_RETENTION_UNDELIVERED_DAYS, 90 by default): a time further back is refused (beyond_retention), naming the earliest time accepted.',
         params: idParams,
         body: {
           type: 'object',
           additionalProperties: false,
           required: ['since'],
           properties: {
-            since: { type: 'string', description: 'A date-time with a zone, e.g. 2026-11-22T09:00:00Z.' },
+            since: { type: 'string', description: 'A date-time with a zone, e.g. 2026-11-22T09:00:00Z, within retention.undelivered_days of now.' },
             dry_run: { type: 'boolean', default: false },
           },
         },

@@ -16,6 +16,12 @@ export interface EndpointRow {
   disabled_reason: string | null;
   disabled_at: Date | null;
   failure_streak: number;
+  /** Requests per second the owner allows (NULL: no limit but the in-flight caps). */
+  rate_limit: number | null;
+  /** The automatic slow-down after a 429 or 503: no new request before this time. */
+  throttled_until: Date | null;
+  /** The automatic slow-down: at most this many requests in flight until it answers 2xx again (NULL: not slowed down). */
+  throttle_limit: number | null;
   secret_encrypted: Buffer;
   secret_hint: string;
   created_at: Date;
@@ -23,16 +29,16 @@ export interface EndpointRow {
 }
 
 const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
-  failure_streak, secret_encrypted, secret_hint, created_at, updated_at`;
+  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, created_at, updated_at`;
 
 export async function insertEndpoint(
   db: Queryable,
-  e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; secretEncrypted: Buffer; secretHint: string },
+  e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; rateLimit?: number | null; secretEncrypted: Buffer; secretHint: string },
 ): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, secret_encrypted, secret_hint)
-     VALUES ($1, $2, $3, $8, $4, $5, $6, $7) RETURNING ${COLUMNS}`,
-    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url)],
+    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint)
+     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7) RETURNING ${COLUMNS}`,
+    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url), e.rateLimit ?? null],
   );
   return rows[0]!;
 }
@@ -68,13 +74,23 @@ export async function updateEndpoint(
   db: Queryable,
   accountId: string,
   id: string,
-  patch: { url?: string; description?: string; eventTypes?: string[] },
+  /** Fields left undefined stay as they are; `rateLimit: null` removes the limit. */
+  patch: { url?: string; description?: string; eventTypes?: string[]; rateLimit?: number | null },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET url = COALESCE($3, url), origin = COALESCE($6, origin), description = COALESCE($4, description),
-        event_types = COALESCE($5, event_types), updated_at = now()
+        event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END, updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [accountId, id, patch.url ?? null, patch.description ?? null, patch.eventTypes ?? null, patch.url === undefined ? null : originOf(patch.url)],
+    [
+      accountId,
+      id,
+      patch.url ?? null,
+      patch.description ?? null,
+      patch.eventTypes ?? null,
+      patch.url === undefined ? null : originOf(patch.url),
+      patch.rateLimit !== undefined,
+      patch.rateLimit ?? null,
+    ],
   );
   return rows[0];
 }

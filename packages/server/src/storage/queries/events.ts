@@ -15,6 +15,17 @@ export async function getEvent(db: Queryable, accountId: string, id: string): Pr
   return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
 
+/**
+ * An event read to give it a new delivery, locked FOR KEY SHARE until the
+ * transaction ends (what a foreign key from deliveries would take): the
+ * maintainer, which locks an event before deleting it for having no delivery
+ * left, then waits for this transaction and sees its delivery, or has deleted
+ * the event already and this finds nothing.
+ */
+export async function getEventForNewDelivery(db: Queryable, accountId: string, id: string): Promise<EventRow | undefined> {
+  return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = $2 FOR KEY SHARE`, [accountId, id])).rows[0];
+}
+
 export interface NewEvent {
   accountId: string;
   id: string;

@@ -1,5 +1,8 @@
 import type { Queryable } from '../db.ts';
 
+/** How long a key is remembered (as Stripe does); the maintainer sweeps older ones. */
+export const IDEMPOTENCY_KEY_TTL_MS = 24 * 3_600_000;
+
 export interface IdempotencyRow {
   request_hash: Buffer;
   status_code: number | null;
@@ -50,8 +53,4 @@ export async function completeIdempotencyKey(db: Queryable, p: { accountId: stri
 /** Frees a key whose request failed on Herald's side, so the client's retry runs. */
 export async function releaseIdempotencyKey(db: Queryable, accountId: string, key: string): Promise<void> {
   await db.query('DELETE FROM idempotency_keys WHERE account_id = $1 AND key = $2 AND status_code IS NULL', [accountId, key]);
-}
-
-export async function pruneIdempotencyKeys(db: Queryable, olderThan: Date): Promise<number> {
-  return (await db.query('DELETE FROM idempotency_keys WHERE created_at < $1', [olderThan])).rowCount;
 }

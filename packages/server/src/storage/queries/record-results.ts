@@ -219,8 +219,10 @@ function endpointChanges(
  *    slow-down after 429/503 answers (and the recovery after 2xx answers).
  *
  * `now` is null in production (the database's clock); tests pass theirs.
- * Writing the same batch twice changes nothing the second time but logging
- * nothing new (the attempts' ids are their keys).
+ * Writing the same batch twice changes nothing the second time: its leases
+ * are spent, and an attempt's id is its key. Returns the deliveries whose
+ * lease still held (the others' results were late) and the endpoints this
+ * batch disabled.
  */
 export async function recordResults(
   db: Db,
@@ -331,14 +333,17 @@ export async function recordResults(
  */
 export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly string[], now: Date | null): Promise<number> {
   if (endpointIds.length === 0) return 0;
-  await db.query(`DELETE FROM in_flight WHERE endpoint_id = ANY ($1::uuid[])`, [endpointIds]);
-  return (
+  const skipped = (
     await db.query(
       `UPDATE deliveries SET state = 'skipped', updated_at = COALESCE($2::timestamptz, now())
         WHERE endpoint_id = ANY ($1::uuid[]) AND state = 'pending'`,
       [endpointIds, now],
     )
   ).rowCount;
+  // After the update, not before: a claim that held some of these rows
+  // locked has committed by now, and this statement sees its in_flight rows.
+  await db.query(`DELETE FROM in_flight WHERE endpoint_id = ANY ($1::uuid[])`, [endpointIds]);
+  return skipped;
 }
 
 /**

@@ -107,8 +107,3 @@ export async function useLiveSession(db: Queryable, tokenHash: Buffer, now: Date
 export async function deleteSession(db: Queryable, id: string): Promise<void> {
   await db.query('DELETE FROM sessions WHERE id = $1', [id]);
 }
-
-/** Sessions that can no longer be used: expired, or idle since `idleSince`. */
-export async function pruneSessions(db: Queryable, now: Date, idleSince: Date): Promise<number> {
-  return (await db.query('DELETE FROM sessions WHERE expires_at <= $1 OR last_seen_at <= $2', [now, idleSince])).rowCount ?? 0;
-}
