@@ -211,7 +211,7 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     running = false;
     wake();
     const graceLeft = ((end) => () => Math.max(0, end - performance.now()))(performance.now() + graceMs);
-    await unlisten?.().catch(() => {});
+    await within(unlisten?.().catch(() => {}) ?? Promise.resolve(), graceLeft());
     await within(looping ?? Promise.resolve(), graceLeft());
     if (!(await within(settled(), graceLeft()))) for (const a of sending) a.abort();
     if (!(await within(settled(), RESULTS_BOUND_MS))) log?.error({ unwritten: recorder.waiting }, 'results could not be written before shutdown; those deliveries are sent again once their leases run out');
