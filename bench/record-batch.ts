@@ -15,7 +15,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import { uuidV7 } from '../packages/server/src/core/ids.ts';
-import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../packages/server/src/storage/queries/record-results.ts';
+import { recordResults, type DeliveryResult } from '../packages/server/src/storage/queries/record-results.ts';
 import { BENCH_ACCOUNT, COST_HEADER, costRow, measureServer, withScratchDatabase } from './scratch-database.ts';
 
 const { values: opts } = parseArgs({
@@ -36,50 +36,65 @@ const endpoints = Array.from({ length: 10 }, (_, i) => `00000000-0000-4000-8000-
 await withScratchDatabase(opts['database-url']!, 'record', endpoints, async (db) => {
   const body = Buffer.from(JSON.stringify({ id: 'x', type: 'shipment.created', data: { shipment: 'SH-1', weight_kg: 12.5 } }));
   for (let round = 0; round < ROUNDS; round++) {
-    // Fresh events and deliveries, leased as a claim leaves them.
+    // Fresh events and deliveries, in flight as a claim leaves them.
     const { rows: leased } = await db.query<{ id: string; endpoint_id: string; event_id: string; lease_token: string }>(
       `WITH ev AS (
          INSERT INTO events (account_id, id, type, created_at, body, request_hash)
          SELECT $1, herald_uuid_v7(now()), 'shipment.created', now(), $2, '\\x00' FROM generate_series(1, $3::int / 10)
          RETURNING id
+       ), d AS (
+         INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+         SELECT herald_uuid_v7(now()), $1, ev.id, ep, 'pending', now(), now(), now()
+           FROM ev CROSS JOIN unnest($4::uuid[]) AS ep
+         RETURNING id, endpoint_id, event_id
+       ), f AS (
+         INSERT INTO in_flight (delivery_id, endpoint_id, origin, lease_token, lease_until)
+         SELECT d.id, d.endpoint_id, 'https://127.0.0.1', nextval('delivery_lease_token'), now() + interval '1 minute' FROM d
+         RETURNING delivery_id, lease_token
        )
-       INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, lease_until, attempts, lease_token, created_at, updated_at)
-       SELECT herald_uuid_v7(now()), $1, ev.id, ep, 'pending', now(), now() + interval '1 minute', 1, nextval('delivery_lease_token'), now(), now()
-         FROM ev CROSS JOIN unnest($4::uuid[]) AS ep
-       RETURNING id, endpoint_id, event_id, lease_token::text`,
+       SELECT d.id, d.endpoint_id, d.event_id, f.lease_token::text AS lease_token FROM d JOIN f ON f.delivery_id = d.id`,
       [account, body, DELIVERIES, endpoints],
     );
     await db.query('ANALYZE deliveries');
     await db.query('CHECKPOINT');
     const now = new Date();
-    const batches: Array<{ attempts: AttemptRecord[]; updates: DeliveryUpdate[] }> = [];
+    const batches: DeliveryResult[][] = [];
     for (let i = 0; i < leased.length; i += BATCH) {
       const slice = leased.slice(i, i + BATCH);
-      batches.push({
-        updates: slice.map((d) => ({ id: d.id, leaseToken: Number(d.lease_token), state: 'succeeded', nextAttemptAt: now, lastStatus: 204, lastError: null })),
-        attempts: slice.map((d) => ({
-          id: uuidV7(),
-          accountId: account,
-          endpointId: d.endpoint_id,
+      batches.push(
+        slice.map((d) => ({
           deliveryId: d.id,
-          eventId: d.event_id,
-          eventType: 'shipment.created',
-          attemptNumber: 1,
-          isTest: false,
-          startedAt: now,
-          durationMs: 3,
-          statusCode: 204,
+          leaseToken: Number(d.lease_token),
+          endpointId: d.endpoint_id,
           outcome: 'succeeded',
+          retryInMs: null,
+          status: 204,
           error: null,
-          url: 'https://127.0.0.1/',
-          signature: `v1=${randomBytes(32).toString('hex')}`,
-          responseExcerpt: null,
-          testBody: null,
+          throttle: null,
+          attempt: {
+            id: uuidV7(),
+            accountId: account,
+            endpointId: d.endpoint_id,
+            deliveryId: d.id,
+            eventId: d.event_id,
+            eventType: 'shipment.created',
+            attemptNumber: 1,
+            isTest: false,
+            startedAt: now,
+            durationMs: 3,
+            statusCode: 204,
+            outcome: 'succeeded',
+            error: null,
+            url: 'https://127.0.0.1/',
+            signature: `v1=${randomBytes(32).toString('hex')}`,
+            responseExcerpt: null,
+            testBody: null,
+          },
         })),
-      });
+      );
     }
     const cost = await measureServer(db, leased.length, async () => {
-      for (const b of batches) await recordResults(db, { ...b, now, threshold: 20 });
+      for (const b of batches) await recordResults(db, { results: b, now, disableAfter: 20, endpointCap: 64 });
     });
     rows.push(costRow(String(round + 1), cost));
   }

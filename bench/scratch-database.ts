@@ -87,7 +87,7 @@ export async function withScratchDatabase<T>(adminUrl: string, prefix: string, e
       await db.query(`INSERT INTO accounts (id, name) VALUES ($1, 'bench')`, [BENCH_ACCOUNT]);
       for (const id of endpointIds) {
         await db.query(
-          `INSERT INTO endpoints (id, account_id, url, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', '{shipment.created}', '\\x00', 'x')`,
+          `INSERT INTO endpoints (id, account_id, url, origin, event_types, secret_encrypted, secret_hint) VALUES ($1, $2, 'https://127.0.0.1/', 'https://127.0.0.1', '{shipment.created}', '\\x00', 'x')`,
           [id, BENCH_ACCOUNT],
         );
       }

@@ -27,14 +27,18 @@ export interface RetrySchedule {
 export interface DispatcherConfig {
   /** Requests in flight at once in this process, over all endpoints. */
   concurrency: number;
-  /** Requests in flight at once to any one endpoint, in this process. */
+  /** Requests in flight at once to any one endpoint, across all workers. */
   endpointConcurrency: number;
+  /**
+   * Requests in flight at once to any one origin (scheme, host and port),
+   * across all workers; also each worker's connections per origin, so no
+   * request waits inside the HTTP client for a connection.
+   */
+  originConcurrency: number;
   /** How long a claimed delivery stays invisible to other workers. */
   leaseMs: number;
   /** Fallback poll interval when no notification arrives. */
   pollMs: number;
-  /** How long the recorder waits for more results before writing a small batch (0: the next turn of the event loop). */
-  recordLingerMs: number;
   /** Receiver deadline (10 s: part of the published contract). */
   requestTimeoutMs: number;
   /** Consecutive failed deliveries before an endpoint is disabled (20: part of the published contract). */
@@ -326,9 +330,9 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       concurrency,
       // Unset, it follows a lowered HERALD_CONCURRENCY down instead of exceeding it.
       endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, Math.min(64, concurrency), 1, 1_000),
+      originConcurrency: integer('HERALD_ORIGIN_CONCURRENCY', env.HERALD_ORIGIN_CONCURRENCY, 64, 1, 1_000),
       leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
       pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
-      recordLingerMs: integer('HERALD_RECORD_LINGER_MS', env.HERALD_RECORD_LINGER_MS, 20, 0, 1_000),
       requestTimeoutMs: REQUEST_TIMEOUT_MS,
       disableAfter: 20,
       retry: {

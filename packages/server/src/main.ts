@@ -5,19 +5,21 @@ import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
 import { AddressPolicy } from './core/address-policy.ts';
-import { systemClock, type Clock } from './core/clock.ts';
+import { databaseTime, systemClock, type Clock } from './core/clock.ts';
 import { SetupToken } from './core/setup-token.ts';
 import { loadOrCreateDevCa } from './dev/dev-ca.ts';
 import { devTlsOptions } from './dev/dev-trust.ts';
 import { createDispatcher, type Dispatcher } from './dispatcher/dispatcher.ts';
-import { createAgent, sendAttempt } from './dispatcher/send.ts';
+import { databaseParts } from './dispatcher/parts.ts';
+import { createAgent } from './outbound/agent.ts';
+import { sendAttempt } from './outbound/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
 import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { createMaintainer } from './maintenance/maintainer.ts';
 import { openStorage } from './storage/open.ts';
-import { releaseAllLeases } from './storage/queries/claim-deliveries.ts';
+import { reapAllLeases } from './storage/queries/claim-deliveries.ts';
 
 export interface Herald {
   /** Where the API listens (absent for `--role worker`). */
@@ -68,7 +70,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   });
   const closers: Array<() => Promise<unknown>> = [];
   try {
-    if (storage.db.engine === 'pglite') await releaseAllLeases(storage.db, clock());
+    if (storage.db.engine === 'pglite') await reapAllLeases(storage.db, databaseTime(clock));
     const deps = createServiceDeps({
       db: storage.db,
       encryptionKey: storage.encryptionKey,
@@ -116,12 +118,25 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     // A worker-only process has no API logger; it gets one of its own, same format.
     const log = app?.log ?? processLog;
     let dispatcher: Dispatcher | undefined;
+    let stopDispatcher = async () => {};
     if (config.role !== 'api') {
-      dispatcher = createDispatcher({ ...deps, config: config.dispatcher, log, connect });
+      // As many connections per origin as the origin cap lets requests be in
+      // flight: a request never waits in the client for one.
+      const agent = createAgent({ connections: config.dispatcher.originConcurrency, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
+      dispatcher = createDispatcher({
+        ...databaseParts(storage.db, config.dispatcher),
+        config: config.dispatcher,
+        clock,
+        log,
+        encryptionKey: storage.encryptionKey,
+        send: (req) => sendAttempt(agent, req),
+      });
       await dispatcher.start();
-      // Stopped first: in-flight attempts finish before the API and database close.
       // Half the shutdown bound at most, so that the results of what it aborts can still be written.
-      closers.unshift(() => dispatcher!.stop(Math.min(15_000, config.shutdownTimeoutMs / 2)));
+      stopDispatcher = async () => {
+        await dispatcher!.stop(Math.min(15_000, config.shutdownTimeoutMs / 2));
+        await agent.destroy();
+      };
     }
     // In every process; one at a time does the work (retention, pruning,
     // vacuuming), and each checks the schema for a newer Herald's migration.
@@ -132,12 +147,14 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       log,
       onSchemaTooNew: (err) => {
         // The dispatcher stops claiming for good; what it has in flight still finishes.
-        (dispatcher as (Dispatcher & { pause?: (reason: string) => void }) | undefined)?.pause?.(err.message);
+        dispatcher?.pause(err.message);
       },
     });
     maintainer.start();
-    // Stopped first, within its own bound, so that another process can take the lead at once.
-    closers.unshift(() => maintainer.stop());
+    // Stopped first, together and each within its own bound: in-flight
+    // attempts finish before the API and database close, and another process
+    // can take the maintainer's lead at once.
+    closers.unshift(() => Promise.all([maintainer.stop(), stopDispatcher()]));
     let closing: Promise<boolean> | undefined;
     return {
       url,

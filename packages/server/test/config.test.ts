@@ -36,7 +36,7 @@ describe('config', () => {
     assert.equal(c.dispatcher.retry.maxRetries, 6);
     assert.deepEqual({ ...c.dispatcher.retry }, { ...DEFAULT_RETRY });
     // 16 hanging endpoints fill a worker either way; 64 slots let one endpoint answering in 50 ms take 1,280 requests/s.
-    assert.deepEqual([c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.recordLingerMs], [1024, 64, 20]);
+    assert.deepEqual([c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.originConcurrency], [1024, 64, 64]);
   });
 
   test('HERALD_TRUSTED_PROXIES: none by default; addresses and CIDR ranges, a bare address being a range of one', () => {
@@ -59,7 +59,7 @@ describe('config', () => {
         HERALD_MAX_BODY_BYTES: '2048',
         HERALD_CONCURRENCY: '64',
         HERALD_ENDPOINT_CONCURRENCY: '4',
-        HERALD_RECORD_LINGER_MS: '0',
+        HERALD_ORIGIN_CONCURRENCY: '12',
         HERALD_LEASE_MS: '30000',
         HERALD_POLL_MS: '250',
         HERALD_RETRY_BASE_MS: '10',
@@ -78,8 +78,8 @@ describe('config', () => {
     assert.ok(c.encryptionKey?.equals(Buffer.alloc(32, 1)));
     assert.equal(c.maxBodyBytes, 2048);
     assert.deepEqual(
-      [c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.leaseMs, c.dispatcher.pollMs, c.dispatcher.recordLingerMs],
-      [64, 4, 30_000, 250, 0],
+      [c.dispatcher.concurrency, c.dispatcher.endpointConcurrency, c.dispatcher.originConcurrency, c.dispatcher.leaseMs, c.dispatcher.pollMs],
+      [64, 4, 12, 30_000, 250],
     );
     assert.deepEqual({ ...c.dispatcher.retry }, { baseMs: 10, factor: 2.5, capMs: 1000, jitter: 0, maxRetries: 6 });
   });
@@ -113,7 +113,7 @@ describe('config', () => {
     ['unauthenticated limit not a number', { HERALD_UNAUTHENTICATED_RATE_LIMIT: 'some' }, 'HERALD_UNAUTHENTICATED_RATE_LIMIT'],
     ['fractional concurrency', { HERALD_CONCURRENCY: '1.5' }, 'HERALD_CONCURRENCY'],
     ['zero concurrency', { HERALD_CONCURRENCY: '0' }, 'HERALD_CONCURRENCY'],
-    ['a linger over a second', { HERALD_RECORD_LINGER_MS: '1001' }, 'HERALD_RECORD_LINGER_MS'],
+    ['zero origin concurrency', { HERALD_ORIGIN_CONCURRENCY: '0' }, 'HERALD_ORIGIN_CONCURRENCY'],
     ['endpoint concurrency above the total', { HERALD_CONCURRENCY: '8', HERALD_ENDPOINT_CONCURRENCY: '9' }, 'HERALD_ENDPOINT_CONCURRENCY'],
     ['lease too short', { HERALD_LEASE_MS: '1000' }, 'HERALD_LEASE_MS'],
     ['poll not a number', { HERALD_POLL_MS: 'often' }, 'HERALD_POLL_MS'],

@@ -5,8 +5,8 @@ import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
-import { recordResults, type AttemptRecord, type DeliveryUpdate } from '../src/storage/queries/record-results.ts';
-import type { DeliveryState } from '../src/storage/queries/deliveries.ts';
+import { recordResults, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
+import type { Queryable } from '../src/storage/db.ts';
 
 for (const engine of ENGINES) {
   describe(`automatic disabling after 20 consecutive failed deliveries [${engine}]`, () => {
@@ -77,6 +77,8 @@ for (const engine of ENGINES) {
       receiver.respond({ status: 503 });
       const waiting = await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 'waiting' } });
       assert.equal((await h.dispatcher.tick()).retrying, 1);
+      // The 503 slowed the endpoint down for 5 s; the retry is a minute away.
+      h.clock.advance(5_000);
       await publishAndDeliver(20, 400);
       assert.equal((await endpoint(id)).state, 'disabled');
       const w = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE event_id = $1', [waiting.json.id]);
@@ -107,13 +109,26 @@ for (const engine of ENGINES) {
       assert.deepEqual(rows.map((x) => x.state), ['skipped']);
     });
 
+    /** Puts the endpoint's `n` oldest pending deliveries in flight, as another worker's claim would. */
+    async function inFlightElsewhere(q: Queryable, endpointId: string, n: number) {
+      await q.query(
+        `INSERT INTO in_flight (delivery_id, endpoint_id, origin, lease_token, lease_until)
+         SELECT d.id, d.endpoint_id, ep.origin, nextval('delivery_lease_token'), $3::timestamptz + interval '1 minute'
+           FROM deliveries d JOIN endpoints ep ON ep.id = d.endpoint_id
+          WHERE d.endpoint_id = $1 AND d.state = 'pending' ORDER BY d.next_attempt_at LIMIT $2`,
+        [endpointId, n, h.clock.now()],
+      );
+    }
+
     test('one claim takes the room left per endpoint and the limit in all, fairly; it locks only what it takes and skips rows another worker holds', async () => {
       await h.db.query(`UPDATE deliveries SET state = 'skipped' WHERE state = 'pending'`);
       const a = await newEndpoint();
       const b = await newEndpoint();
       // Every event goes to both: 8 due deliveries each.
       for (let i = 0; i < 8; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `claim-${i}` } });
-      // Another worker holds one of b's (PostgreSQL: the embedded engine has one connection).
+      // Two of a's are in flight already (another worker's).
+      await inFlightElsewhere(h.db, a, 2);
+      // Another worker holds one of b's rows locked (PostgreSQL: the embedded engine has one connection).
       const other = engine === 'postgres' ? new pg.Client({ connectionString: h.db.url }) : undefined;
       await other?.connect();
       try {
@@ -129,31 +144,21 @@ for (const engine of ENGINES) {
           : undefined;
         await other?.query('BEGIN');
         await other?.query('SELECT id FROM deliveries WHERE id = $1 FOR UPDATE', [held]);
-        const now = h.clock.now();
         const { claims, lockable } = await h.db.transaction(async (tx) => {
-          const claims = await claimDeliveries(tx, {
-            now,
-            limit: 6,
-            scan: 24,
-            leaseUntil: new Date(now.getTime() + 60_000),
-            maxAttempts: 7,
-            endpointCap: 4,
-            inFlight: new Map([[a, 2]]),
-          });
+          const claims = await claimDeliveries(tx, { now: h.clock.now(), limit: 6, leaseMs: 60_000, endpointCap: 4, originCap: 100 });
           // While the claim's transaction is open: every row it did not take can still be locked.
           const lockable = other
             ? (await other.query<{ n: number }>(`SELECT count(*)::int AS n FROM (SELECT 1 FROM deliveries WHERE state = 'pending' AND endpoint_id = ANY ($1::uuid[]) FOR UPDATE SKIP LOCKED) x`, [[a, b]])).rows[0]!.n
             : undefined;
           return { claims, lockable };
         });
-        // a has room for 2 (cap 4, 2 in flight), b for 4; taken round-robin by rank, 6 in all. The
-        // row another worker holds keeps its rank (that worker is about to send it), so b gets 3 there.
+        // a has room for 2 (cap 4, 2 in flight), b for 4; taken in turns, 6 in all.
         const taken = { a: claims.filter((c) => c.endpoint_id === a).length, b: claims.filter((c) => c.endpoint_id === b).length };
-        assert.deepEqual(taken, { a: 2, b: other ? 3 : 4 });
-        assert.ok(claims.every((c) => c.attempts === 1 && c.attempts_before === 0));
+        assert.deepEqual(taken, { a: 2, b: 4 });
+        assert.ok(claims.every((c) => c.attempt === 1));
         if (other) {
           assert.ok(!claims.some((c) => c.id === held), 'the row another worker holds is skipped');
-          assert.equal(lockable, 16 - 5, 'locked: the 5 taken; the held row is the other connection\'s own');
+          assert.equal(lockable, 16 - 6, "locked: the 6 taken; the held row is the other connection's own");
         }
       } finally {
         await other?.query('ROLLBACK');
@@ -179,20 +184,12 @@ for (const engine of ENGINES) {
         );
       }
       /** One claim, in a transaction that also counts the rows of deliveries it read. */
-      async function claimCounting(p: { limit: number; scan: number; cap: number; inFlight: Array<[string, number]> }) {
+      async function claimCounting(p: { limit: number; cap: number; inFlight: Array<[string, number]> }) {
+        for (const [id, n] of p.inFlight) await inFlightElsewhere(h.db, id, n);
         const rowsRead = `SELECT (seq_tup_read + COALESCE(idx_tup_fetch, 0))::int AS n FROM pg_stat_xact_user_tables WHERE relname = 'deliveries'`;
-        const now = h.clock.now();
         return h.db.transaction(async (tx) => {
           const before = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n;
-          const claims = await claimDeliveries(tx, {
-            now,
-            limit: p.limit,
-            scan: p.scan,
-            leaseUntil: new Date(now.getTime() + 60_000),
-            maxAttempts: 7,
-            endpointCap: p.cap,
-            inFlight: new Map(p.inFlight),
-          });
+          const claims = await claimDeliveries(tx, { now: h.clock.now(), limit: p.limit, leaseMs: 60_000, endpointCap: p.cap, originCap: 100 });
           const read = (await tx.query<{ n: number }>(rowsRead)).rows[0]!.n - before;
           const taken = (id: string) => claims.filter((c) => c.endpoint_id === id).length;
           return { claims, read, taken };
@@ -207,26 +204,26 @@ for (const engine of ENGINES) {
         await due(a, 3000, 3_600_000);
         await due(b, 5, 60_000);
         await h.db.query('ANALYZE deliveries');
-        const { claims, read, taken } = await claimCounting({ limit: 8, scan: 32, cap: 4, inFlight: [[a, 4]] });
+        const { claims, read, taken } = await claimCounting({ limit: 8, cap: 4, inFlight: [[a, 4]] });
         assert.deepEqual({ a: taken(a), b: taken(b) }, { a: 0, b: 4 }, 'b has room for 4 (its cap) and gets 4 of its 5 due rows; a, at its cap, none');
         assert.equal(claims.length, 4);
-        // The head of 32 rows, b's rows by key, the rows locked and updated: a few dozen.
+        // One probe per endpoint, a's rows in flight passed over, b's rows by key: a few dozen.
         // Reading the backlog to get past it would be 3,000.
         assert.ok(read > 0 && read < 300, `the claim read ${read} rows of deliveries`);
         await h.api('DELETE', `/v1/endpoints/${a}`);
         await h.api('DELETE', `/v1/endpoints/${b}`);
       });
 
-      test('a head that holds rows of an endpoint with little room still lets the claim reach the rows behind it', async () => {
+      test('an endpoint with little room gets that much, and the rows behind it are reached', async () => {
         await h.db.query(`UPDATE deliveries SET state = 'skipped' WHERE state = 'pending'`);
         const a = await newEndpoint();
         const b = await newEndpoint();
         const c = await newEndpoint();
-        // The head of 32: a's 24 (at its cap) and c's 8 (room for 1). b's 6 come after.
+        // The oldest: a's 24 (at its cap) and c's 8 (room for 1). b's 6 come after.
         await due(a, 24, 3_600_000);
         await due(c, 8, 1_800_000);
         await due(b, 6, 60_000);
-        const { taken } = await claimCounting({ limit: 8, scan: 32, cap: 4, inFlight: [[a, 4], [c, 3]] });
+        const { taken } = await claimCounting({ limit: 8, cap: 4, inFlight: [[a, 4], [c, 3]] });
         assert.deepEqual({ a: taken(a), b: taken(b), c: taken(c) }, { a: 0, b: 4, c: 1 });
         for (const id of [a, b, c]) await h.api('DELETE', `/v1/endpoints/${id}`);
       });
@@ -236,36 +233,33 @@ for (const engine of ENGINES) {
       /** Publishes `n` events to the endpoint and leases their deliveries, as a worker's claim would. */
       async function leased(endpointId: string, n: number) {
         for (let i = 0; i < n; i++) await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: `batch-${i}` } });
-        const now = h.clock.now();
-        const claims = await claimDeliveries(h.db, {
-          now,
-          limit: 100,
-          scan: 400,
-          leaseUntil: new Date(now.getTime() + 60_000),
-          maxAttempts: 7,
-          endpointCap: 100,
-          inFlight: new Map(),
-        });
+        const claims = await claimDeliveries(h.db, { now: h.clock.now(), limit: 100, leaseMs: 60_000, endpointCap: 100, originCap: 100 });
         return claims.filter((c) => c.endpoint_id === endpointId);
       }
-      const update = (c: { id: string; lease_token: number }, state: DeliveryState, lastError: string | null): DeliveryUpdate => ({
-        id: c.id,
+      const OUTCOME = { failed: 'failed', succeeded: 'succeeded', pending: 'retry', skipped: 'skipped' } as const satisfies Record<string, ResultOutcome>;
+      const update = (c: { id: string; lease_token: number; endpoint_id: string }, state: keyof typeof OUTCOME, lastError: string | null): DeliveryResult => ({
+        deliveryId: c.id,
         leaseToken: c.lease_token,
-        state,
-        nextAttemptAt: h.clock.now(),
-        lastStatus: null,
-        lastError,
+        endpointId: c.endpoint_id,
+        outcome: OUTCOME[state],
+        retryInMs: state === 'pending' ? 0 : null,
+        status: null,
+        error: lastError,
+        throttle: null,
+        attempt: null,
       });
+      const record = (results: DeliveryResult[], now: Date, disableAfter: number) =>
+        recordResults(h.db, { results, now, disableAfter, endpointCap: 100 }).then((r) => r.disabled);
 
       test('a success restarts the streak, failures after it count, retries and skips do not, a late worker changes nothing', async () => {
         const id = await newEndpoint();
         await h.db.query('UPDATE endpoints SET failure_streak = 5 WHERE id = $1', [id]);
         const [a, b, c, d, e] = await leased(id, 5);
         const batch = [update(a!, 'failed', 'HTTP 500'), update(b!, 'succeeded', null), update(c!, 'failed', 'HTTP 404'), update(d!, 'pending', 'HTTP 503'), update(e!, 'skipped', null)];
-        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 20 }), []);
+        assert.deepEqual(await record(batch, h.clock.now(), 20), []);
         assert.equal((await endpoint(id)).failure_streak, 1);
         // The same batch again (a retried write): the leases are spent, nothing moves.
-        await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 20 });
+        await record(batch, h.clock.now(), 20);
         assert.equal((await endpoint(id)).failure_streak, 1);
         const { rows } = await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE endpoint_id = $1 ORDER BY created_at, id', [id]);
         assert.deepEqual(rows.map((r) => r.state).sort(), ['failed', 'failed', 'pending', 'skipped', 'succeeded']);
@@ -277,13 +271,15 @@ for (const engine of ENGINES) {
         await h.db.query('UPDATE endpoints SET failure_streak = 18 WHERE id = $1', [id]);
         const [a, b, c] = await leased(id, 3);
         const now = h.clock.now();
-        const disabled = await recordResults(h.db, { attempts: [], updates: [update(a!, 'failed', 'HTTP 410'), update(b!, 'failed', 'HTTP 401')], now, threshold: 20 });
+        const disabled = await record([update(a!, 'failed', 'HTTP 410'), update(b!, 'failed', 'HTTP 401')], now, 20);
         assert.deepEqual(disabled, [id]);
         const ep = await endpoint(id);
         assert.deepEqual([ep.state, ep.failure_streak, ep.disabled_reason], ['disabled', 20, '20 consecutive failed deliveries; the last: HTTP 401']);
-        // A third failure recorded later counts, but does not disable it again.
-        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: [update(c!, 'failed', 'HTTP 500')], now: new Date(now.getTime() + 1), threshold: 20 }), []);
-        assert.equal((await endpoint(id)).failure_streak, 21);
+        // The third was in flight when the endpoint was disabled: it was skipped with the
+        // endpoint's other pending deliveries, and its late answer changes nothing.
+        assert.equal((await h.db.query<{ state: string }>('SELECT state FROM deliveries WHERE id = $1', [c!.id])).rows[0]!.state, 'skipped');
+        assert.deepEqual(await record([update(c!, 'failed', 'HTTP 500')], new Date(now.getTime() + 1), 20), []);
+        assert.equal((await endpoint(id)).failure_streak, 20);
         assert.equal((await endpoint(id)).disabled_at, now.toISOString());
         await h.api('DELETE', `/v1/endpoints/${id}`);
       });
@@ -294,7 +290,7 @@ for (const engine of ENGINES) {
         await h.db.query('UPDATE endpoints SET failure_streak = 3 WHERE id = $1', [id]);
         const [a, b, c, d] = await leased(id, 4);
         const batch = [update(a!, 'succeeded', null), update(b!, 'failed', 'HTTP 500'), update(c!, 'failed', 'HTTP 500'), update(d!, 'failed', 'HTTP 502')];
-        assert.deepEqual(await recordResults(h.db, { attempts: [], updates: batch, now: h.clock.now(), threshold: 2 }), [id]);
+        assert.deepEqual(await record(batch, h.clock.now(), 2), [id]);
         const ep = await endpoint(id);
         assert.deepEqual([ep.state, ep.failure_streak], ['disabled', 3]);
         await h.api('DELETE', `/v1/endpoints/${id}`);
@@ -325,15 +321,10 @@ for (const engine of ENGINES) {
         });
         await h.db.query('DELETE FROM deliveries WHERE id = $1', [b!.id]);
         // c's lease ran out and another worker claimed it again: a new token.
-        await h.db.query('UPDATE deliveries SET lease_token = lease_token + 1000 WHERE id = $1', [c!.id]);
-        const batch = {
-          attempts: [sent(a), sent(b), sent(c)],
-          updates: [update(a!, 'succeeded', null), update(b!, 'succeeded', null), update(c!, 'succeeded', null)],
-          now: h.clock.now(),
-          threshold: 20,
-        };
-        await recordResults(h.db, batch);
-        await recordResults(h.db, batch);
+        await h.db.query('UPDATE in_flight SET lease_token = lease_token + 1000 WHERE delivery_id = $1', [c!.id]);
+        const batch = [a, b, c].map((x) => ({ ...update(x!, 'succeeded', null), attempt: sent(x) }));
+        await record(batch, h.clock.now(), 20);
+        await record(batch, h.clock.now(), 20);
         const { rows } = await h.db.query<{ delivery_id: string; account_id: string; endpoint_id: string; event_id: string; response_excerpt: Buffer; signature: string }>(
           'SELECT delivery_id, account_id, endpoint_id, event_id, response_excerpt, signature FROM attempts WHERE endpoint_id = $1 OR delivery_id = ANY ($2::uuid[]) ORDER BY delivery_id = $3 DESC',
           [id, [a!.id, b!.id, c!.id], a!.id],

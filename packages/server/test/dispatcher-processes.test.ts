@@ -76,10 +76,12 @@ describe('worker processes on one PostgreSQL', { skip: !ENGINES.includes('postgr
     a.child.kill('SIGKILL');
     assert.equal(await a.exited, 'SIGKILL');
     const killedAt = receiver.requests.length;
-    // Time passing, made explicit: the dead worker's leases run out.
+    // Time passing, made explicit: the dead worker's leases run out, are
+    // reaped, and the back-off after a lost lease passes.
     const expired = await db.query<{ event_id: string }>(
-      `UPDATE deliveries SET lease_until = now(), next_attempt_at = LEAST(next_attempt_at, now())
-        WHERE state = 'pending' AND lease_token IS NOT NULL RETURNING event_id`,
+      `WITH lost AS (DELETE FROM in_flight RETURNING delivery_id)
+       UPDATE deliveries d SET lost_attempts = d.lost_attempts + 1, next_attempt_at = LEAST(d.next_attempt_at, now())
+         FROM lost WHERE d.id = lost.delivery_id AND d.state = 'pending' RETURNING d.event_id`,
     );
     assert.ok(expired.rowCount > 0, 'the worker died with deliveries leased');
     const b = await startHeraldProcess(['--role', 'worker'], env());

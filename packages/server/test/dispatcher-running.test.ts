@@ -2,10 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { ENGINES } from './helpers/engines.ts';
-import { createTestHerald, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
-import { TLS } from './helpers/tls.ts';
-import { createDispatcher } from '../src/dispatcher/dispatcher.ts';
-import type { Db } from '../src/storage/db.ts';
+import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { rotateSecret } from '../src/services/endpoints.ts';
@@ -46,16 +43,18 @@ for (const engine of ENGINES) {
       assert.equal(hanging.requests.length, 4, 'the per-endpoint cap holds the hanging endpoint to 4 in flight');
     });
 
-    test('stop() lets in-flight attempts finish within the grace period, then aborts and records them for a retry', async () => {
+    test('stop() lets in-flight attempts finish within the grace period, then aborts them and gives them back, no attempt spent', async () => {
       await h.dispatcher.stop(50);
       assert.equal(h.dispatcher.inFlight, 0);
-      const { rows } = await h.db.query<{ state: string; n: number; last_error: string }>(
-        `SELECT d.state, count(*)::int AS n, max(d.last_error) AS last_error FROM deliveries d
+      const { rows } = await h.db.query<{ state: string; n: number; attempts: number }>(
+        `SELECT d.state, count(*)::int AS n, max(d.attempts) AS attempts FROM deliveries d
            JOIN endpoints e ON e.id = d.endpoint_id WHERE e.url = $1 GROUP BY d.state`,
         [hanging.url],
       );
       // Nothing is lost: the 4 aborted attempts are due again at once, the rest never left.
-      assert.deepEqual(rows.map((r) => [r.state, r.n]), [['pending', 20]]);
+      assert.deepEqual(rows.map((r) => [r.state, r.n, r.attempts]), [['pending', 20, 0]]);
+      const inFlight = await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM in_flight');
+      assert.equal(inFlight.rows[0]!.n, 0, 'every lease handed back');
       const aborted = await h.db.query<{ n: number }>(
         `SELECT count(*)::int AS n FROM attempts a JOIN endpoints e ON e.id = a.endpoint_id
           WHERE e.url = $1 AND a.error LIKE 'aborted: Herald shut down%'`,
@@ -119,63 +118,40 @@ for (const engine of ENGINES) {
   });
 
   describe(`endpoints that share an origin [${engine}]`, () => {
-    test("a request waiting for the origin's connection is not failed by the wait: its deadline starts when it gets one", async () => {
-      // One connection per origin and a 1 s deadline; the receiver takes 0.6 s per request.
-      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, requestTimeoutMs: 1000 } });
+    test('the origin cap holds the requests to one origin, whatever the endpoints; none waits in the client for a connection', async () => {
+      // Two endpoints, one origin, one request at a time to it: one claim takes one delivery.
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, originConcurrency: 1, requestTimeoutMs: 1000 } });
       const receiver = await startReceiver();
-      receiver.respond({ status: 204, delayMs: 600 });
+      receiver.respond({ status: 204, delayMs: 300 });
       try {
         for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
         await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
-        // Both go at once; the second waits 0.6 s for the connection, then
-        // takes 0.6 s itself: 1.2 s in all, but 0.6 s of its deadline.
-        const report = await h.dispatcher.tick();
-        assert.deepEqual([report.claimed, report.succeeded, report.retrying], [2, 2, 0]);
+        const first = await h.dispatcher.tick();
+        const second = await h.dispatcher.tick();
+        assert.deepEqual([first.claimed, first.succeeded, second.claimed, second.succeeded], [1, 1, 1, 1]);
         assert.deepEqual(receiver.requests.map((r) => r.path.slice(-2)).sort(), ['/a', '/b']);
+        assert.equal(receiver.connections, 1, 'the second went out on the first one\'s connection');
       } finally {
         await h.close();
         await receiver.close();
       }
     });
 
-    test('a request that waited for the connection and gets no answer still times out', async () => {
-      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, requestTimeoutMs: 300 } });
-      const receiver = await startReceiver();
-      receiver.respond({ hang: true });
-      try {
-        for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
-        await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
-        // The first hangs until its deadline and its connection is closed;
-        // the second then gets a connection of its own and hangs too.
-        const report = await h.dispatcher.tick();
-        assert.deepEqual([report.claimed, report.retrying], [2, 2]);
-        assert.equal(receiver.requests.length, 2, 'both were sent before they timed out');
-        const { rows } = await h.db.query<{ last_error: string }>('SELECT last_error FROM deliveries ORDER BY endpoint_id');
-        assert.deepEqual(rows.map((r) => r.last_error), ['timed out after 0.3 s', 'timed out after 0.3 s']);
-      } finally {
-        await h.close();
-        await receiver.close();
-      }
-    });
-
-    test('at shutdown, a request still waiting for the connection ends unsent, as aborted, and opens no connection', async () => {
-      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1 } });
+    test('at shutdown, an attempt with no answer is aborted and given back; the delivery not claimed is left as it was', async () => {
+      const h = await createTestHerald(engine, { dispatcher: { endpointConcurrency: 1, originConcurrency: 1 } });
       const receiver = await startReceiver();
       receiver.respond({ hang: true });
       try {
         for (const path of ['a', 'b']) await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/${path}`, event_types: ['shipment.created'] });
         await h.dispatcher.start();
         await h.api('POST', '/v1/events', { type: 'shipment.created', data: { id: 1 } });
-        // One request hangs on the origin's one connection; the other waits for it.
         await receiver.received(1);
         await h.dispatcher.stop(0);
         assert.equal(receiver.requests.length, 1);
-        assert.equal(receiver.connections, 1, 'no connection was opened for the request that was never sent');
-        const { rows } = await h.db.query<{ state: string; last_error: string }>('SELECT state, last_error FROM deliveries');
-        assert.deepEqual(
-          rows.map((r) => [r.state, r.last_error]),
-          [0, 1].map(() => ['pending', 'aborted: Herald shut down before the receiver answered']),
-        );
+        const { rows } = await h.db.query<{ state: string; attempts: number }>('SELECT state, attempts FROM deliveries');
+        assert.deepEqual(rows.map((r) => [r.state, r.attempts]), [['pending', 0], ['pending', 0]]);
+        const logged = await h.db.query<{ error: string }>('SELECT error FROM attempts');
+        assert.deepEqual(logged.rows.map((r) => r.error), ['aborted: Herald shut down before the receiver answered']);
       } finally {
         await h.close();
         await receiver.close();
@@ -199,78 +175,11 @@ for (const engine of ENGINES) {
         const count = async () =>
           (await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts WHERE endpoint_id = $1', [ep.json.id])).rows[0]!.n;
         assert.equal(await count(), 120);
-        assert.equal(await h.dispatcher.pruneAttempts(), 20);
+        assert.equal(await pruneAttempts(h.db, [ep.json.id], 100), 20);
         assert.equal(await count(), 100);
         const oldest = await h.db.query<{ started_at: Date }>('SELECT min(started_at) AS started_at FROM attempts WHERE endpoint_id = $1', [ep.json.id]);
         assert.ok(oldest.rows[0]!.started_at.getTime() > new Date('2026-11-20T08:00:00.000Z').getTime());
       } finally {
-        await h.close();
-        await receiver.close();
-      }
-    });
-
-    test('a run deletes from a little behind the last cutoff on; attempts further back wait for the full run, even of an endpoint gone quiet', async () => {
-      const h = await createTestHerald(engine);
-      const receiver = await startReceiver();
-      try {
-        const ep = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
-        const publish = (n: number) => h.api('POST', '/v1/events/batch', { events: Array.from({ length: n }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
-        const deliverAll = async () => {
-          for (let i = 0; i < 15; i++) {
-            await h.dispatcher.tick();
-            h.clock.advance(1000);
-          }
-        };
-        const count = async () =>
-          (await h.db.query<{ n: number }>('SELECT count(*)::int AS n FROM attempts WHERE endpoint_id = $1', [ep.json.id])).rows[0]!.n;
-        await publish(110);
-        await deliverAll();
-        assert.equal(await h.dispatcher.pruneAttempts(), 10, 'the first run of an endpoint takes its whole log');
-        const { rows } = await h.db.query<{ at: Date }>('SELECT min(started_at) AS at FROM attempts WHERE endpoint_id = $1', [ep.json.id]);
-        const cutoff = rows[0]!.at.getTime();
-        // Two attempts written late: one started 1 s before the cutoff (inside the margin), one 3 s before.
-        for (const behind of [1000, 3000]) {
-          await h.db.query(
-            `INSERT INTO attempts (id, account_id, endpoint_id, event_id, event_type, attempt_number, started_at, duration_ms, outcome, request_headers)
-             VALUES (gen_random_uuid(), $1, $2, gen_random_uuid(), 'shipment.created', 1, $3, 5, 'succeeded', '{}')`,
-            [h.accountId, ep.json.id, new Date(cutoff - behind)],
-          );
-        }
-        await publish(5);
-        await deliverAll();
-        assert.equal(await count(), 107);
-        assert.equal(await h.dispatcher.pruneAttempts(), 6, 'five older kept ones and the late attempt inside the margin');
-        assert.equal(await count(), 101, 'the attempt 3 s behind the cutoff is left');
-        // Nothing is sent to the endpoint any more; the full run a minute on still takes it.
-        h.clock.advance(60_000);
-        assert.equal(await h.dispatcher.pruneAttempts(), 1, 'the full run takes it');
-        assert.equal(await count(), 100);
-      } finally {
-        await h.close();
-        await receiver.close();
-      }
-    });
-
-    test('a prune that fails keeps its endpoints for the next run', async () => {
-      const h = await createTestHerald(engine);
-      const receiver = await startReceiver();
-      let failures = 1;
-      const flaky = Object.assign(Object.create(h.db) as Db, {
-        transaction: <T>(fn: Parameters<Db['transaction']>[0]) =>
-          failures-- > 0 ? Promise.reject(new Error('connection terminated unexpectedly')) : (h.db.transaction(fn) as Promise<T>),
-      });
-      const dispatcher = createDispatcher({ ...h.deps, db: flaky, config: testDispatcherConfig(), random: () => 0.5, connect: { ca: TLS.ca } });
-      try {
-        await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['shipment.created'] });
-        await h.api('POST', '/v1/events/batch', { events: Array.from({ length: 110 }, (_, i) => ({ type: 'shipment.created', data: { id: i } })) });
-        for (let i = 0; i < 15; i++) {
-          await dispatcher.tick();
-          h.clock.advance(1000);
-        }
-        await assert.rejects(dispatcher.pruneAttempts(), /connection terminated/);
-        assert.equal(await dispatcher.pruneAttempts(), 10, 'the endpoint taken by the failed run is pruned by the next');
-      } finally {
-        await dispatcher.stop(0);
         await h.close();
         await receiver.close();
       }

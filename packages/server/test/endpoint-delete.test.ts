@@ -2,6 +2,7 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import pg from 'pg';
+import type { Db } from '../src/storage/db.ts';
 import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
 import { deleteEndpoint } from '../src/storage/queries/endpoints.ts';
 import { insertEventsWithDeliveries } from '../src/storage/queries/events.ts';
@@ -146,19 +147,9 @@ if (ENGINES.includes('postgres')) {
       const event = alarm();
       await insertEventsWithDeliveries(h.db, [event]);
       const now = h.clock.now();
-      const claim = (
-        await claimDeliveries(h.db, {
-          now,
-          limit: 100,
-          scan: 100,
-          leaseUntil: new Date(now.getTime() + 60_000),
-          maxAttempts: 7,
-          endpointCap: 100,
-          inFlight: new Map(),
-        })
-      ).find((c) => c.endpoint_id === endpointId);
+      const claim = (await claimDeliveries(h.db, { now, limit: 100, leaseMs: 60_000, endpointCap: 100, originCap: 100 })).find((c) => c.endpoint_id === endpointId);
       assert.ok(claim, 'the delivery to the endpoint is claimed');
-      if (lostLease) await h.db.query('UPDATE deliveries SET lease_token = lease_token + 1000 WHERE id = $1', [claim.id]);
+      if (lostLease) await h.db.query('UPDATE in_flight SET lease_token = lease_token + 1000 WHERE delivery_id = $1', [claim.id]);
       const attempt = {
         id: randomUUID(),
         accountId: h.accountId,
@@ -178,8 +169,8 @@ if (ENGINES.includes('postgres')) {
         responseExcerpt: null,
         testBody: null,
       };
-      const update = { id: claim.id, leaseToken: claim.lease_token, state: 'succeeded' as const, nextAttemptAt: now, lastStatus: 204, lastError: null };
-      return { attempts: [attempt], updates: [update], now, threshold: 20 };
+      const result = { deliveryId: claim.id, leaseToken: claim.lease_token, endpointId, outcome: 'succeeded' as const, retryInMs: null, status: 204, error: null, throttle: null, attempt };
+      return { results: [result], now, disableAfter: 20, endpointCap: 100 };
     }
 
     const leftOf = async (endpointId: string) =>
@@ -209,7 +200,9 @@ if (ENGINES.includes('postgres')) {
         const gone = await endpoint();
         const result = await sentTo(gone, lostLease);
         await other.query('BEGIN');
-        await recordResults({ query: (text, params) => other.query(text, params as unknown[]) as never }, result);
+        // The recorder's transaction is the one already open on the other connection.
+        const onOther = { query: (text: string, params?: readonly unknown[]) => other.query(text, params as unknown[]), transaction: (fn: (q: unknown) => unknown) => fn(onOther) };
+        await recordResults(onOther as unknown as Db, result);
         assert.equal((await other.query('SELECT 1 FROM attempts WHERE endpoint_id = $1', [gone])).rowCount, 1);
         const deleting = deleteEndpoint(h.db, h.accountId, gone);
         await waitingOrDone(deleting);

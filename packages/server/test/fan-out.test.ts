@@ -83,13 +83,13 @@ for (const engine of ENGINES) {
 
     test('a new delivery is due now, with no attempts yet, and GET /v1/events/:id shows each one', async () => {
       const res = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
-      const { rows } = await h.db.query<{ state: string; attempts: number; next_attempt_at: Date; lease_token: number | null; account_id: string }>(
-        'SELECT state, attempts, next_attempt_at, lease_token, account_id FROM deliveries WHERE event_id = $1',
+      const { rows } = await h.db.query<{ state: string; attempts: number; next_attempt_at: Date; in_flight: boolean; account_id: string }>(
+        'SELECT state, attempts, next_attempt_at, EXISTS (SELECT 1 FROM in_flight f WHERE f.delivery_id = d.id) AS in_flight, account_id FROM deliveries d WHERE event_id = $1',
         [res.json.id],
       );
       for (const d of rows) {
         assert.equal(d.attempts, 0);
-        assert.equal(d.lease_token, null);
+        assert.equal(d.in_flight, false);
         assert.equal(d.account_id, h.accountId);
         assert.equal(d.next_attempt_at.toISOString(), h.clock.now().toISOString());
       }

@@ -37,19 +37,6 @@ const SHARED: Readonly<Record<string, readonly string[]>> = {
   'config.ts': ['core', 'errors.ts'],
 };
 
-/**
- * TEMPORARY: files of the delivery engine, which is being rewritten; exempt
- * from both checks until the rewrite is merged. Today only dispatcher/send.ts
- * fails them (its `pools` and `targets` caches). Remove these entries after
- * the merge: the test must then pass without them.
- */
-const TEMPORARILY_EXEMPT: Readonly<Record<string, string>> = {
-  'dispatcher/dispatcher.ts': 'rewritten by the new delivery engine',
-  'dispatcher/claim.ts': 'rewritten by the new delivery engine',
-  'dispatcher/record.ts': 'rewritten by the new delivery engine',
-  'dispatcher/send.ts': 'moves to outbound/send.ts, without its pools and targets caches',
-};
-
 /** Module-level values that look like state but are constants; each says why. */
 const CONSTANTS: ReadonlyArray<{ file: string; name: string; why: string }> = [
   { file: 'dev/dev-trust.ts', name: 'LOOPBACK', why: 'the loopback ranges, filled in as the module loads and only read after' },
@@ -215,12 +202,10 @@ function moduleState(file: string, sf: ts.SourceFile, checker: ts.TypeChecker): 
   return found;
 }
 
-const exempt = (file: string) => Object.hasOwn(TEMPORARILY_EXEMPT, file);
-
 describe('the shape of src/', () => {
   test('imports run only down the layers', () => {
     const violations: string[] = [];
-    for (const file of files.filter((f) => !exempt(f))) {
+    for (const file of files) {
       for (const specifier of importsOf(sourceOf(file))) {
         if (!specifier.startsWith('.')) continue;
         const target = relative(SRC, resolve(SRC, dirname(file), specifier)).split(sep).join('/');
@@ -234,11 +219,10 @@ describe('the shape of src/', () => {
 
   test('no module keeps state of its own', () => {
     const checker = program.getTypeChecker();
-    assert.deepEqual(files.filter((f) => !exempt(f)).flatMap((f) => moduleState(f, sourceOf(f), checker)), []);
+    assert.deepEqual(files.flatMap((f) => moduleState(f, sourceOf(f), checker)), []);
   });
 
-  test('every exemption and allowed constant names a file that exists, and every folder of src/ is in a layer', () => {
-    for (const file of Object.keys(TEMPORARILY_EXEMPT)) assert.ok(files.includes(file), `TEMPORARILY_EXEMPT names ${file}, which is gone: remove the entry`);
+  test('every allowed constant names a file that exists, and every folder of src/ is in a layer', () => {
     for (const c of CONSTANTS) assert.ok(files.includes(c.file), `CONSTANTS names ${c.file}, which is gone: remove the entry`);
     const known = new Set([...LAYERS.map((l) => l.layer), ...Object.keys(SHARED)]);
     assert.deepEqual([...new Set(files.map(layerOf))].filter((l) => !known.has(l)), []);

@@ -6,7 +6,7 @@ import { prepareDatabase } from '../src/storage/open.ts';
 import { createTestDb, ENGINES } from './helpers/engines.ts';
 import { createEmptyDb, type EmptyDb } from './helpers/fresh-db.ts';
 
-const TABLES = ['accounts', 'api_keys', 'attempt_log_grown', 'attempts', 'deliveries', 'encryption_key', 'endpoints', 'event_types', 'events', 'herald_migrations', 'idempotency_keys', 'sessions', 'users'];
+const TABLES = ['accounts', 'api_keys', 'attempt_log_grown', 'attempts', 'deliveries', 'encryption_key', 'endpoints', 'event_types', 'events', 'herald_migrations', 'idempotency_keys', 'in_flight', 'sessions', 'users'];
 
 test('migration files are numbered 001, 002, … without gaps and split into statements', async () => {
   const migrations = await loadMigrations();
@@ -135,6 +135,53 @@ for (const engine of ENGINES) {
       const indexes = await empty.db.query<{ indexname: string; indexdef: string }>(`SELECT indexname, indexdef FROM pg_indexes WHERE tablename = 'attempts' ORDER BY indexname`);
       assert.deepEqual(indexes.rows.map((r) => r.indexname), ['attempts_endpoint_recent', 'attempts_pkey']);
       assert.match(indexes.rows[0]!.indexdef, /\(endpoint_id, started_at DESC, delivery_id\)/);
+    });
+  });
+
+  describe(`migration 013 over deliveries leased before it [${engine}]`, () => {
+    let empty: EmptyDb;
+    before(async () => {
+      empty = await createEmptyDb(engine);
+    });
+    after(async () => {
+      await empty.close();
+    });
+
+    test('a delivery leased by an older Herald comes due when its lease ends; the lease columns go; the new claim takes what is due', async () => {
+      await empty.db.query(`CREATE TABLE herald_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())`);
+      await empty.db.query(`INSERT INTO herald_migrations (version, name) VALUES (13, 'held back')`);
+      assert.ok(!(await prepareDatabase(empty.db)).includes(13));
+      await empty.db.query(`INSERT INTO accounts (id, name) VALUES ('01890000-0000-7000-8000-000000000001', 'Old Co')`);
+      await empty.db.query(
+        `INSERT INTO endpoints (id, account_id, url, origin, event_types, secret_encrypted, secret_hint)
+         VALUES ('01890000-0000-7000-8000-000000000002', '01890000-0000-7000-8000-000000000001', 'https://old.example.com/hook', 'https://old.example.com', '{alarm.created}', '\\x00', 'x')`,
+      );
+      await empty.db.query(
+        `INSERT INTO events (account_id, id, type, created_at, body, request_hash)
+         VALUES ('01890000-0000-7000-8000-000000000001', '01890000-0000-7000-8000-000000000003', 'alarm.created', now(), '\\x7b7d', '\\x00')`,
+      );
+      // One in flight with an older worker (its lease runs for another minute), one due.
+      await empty.db.query(
+        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, attempts, next_attempt_at, lease_token, lease_until, created_at, updated_at)
+         VALUES ('01890000-0000-7000-8000-0000000000d1', '01890000-0000-7000-8000-000000000001', '01890000-0000-7000-8000-000000000003',
+                 '01890000-0000-7000-8000-000000000002', 'pending', 1, now() - interval '1 minute', 7, now() + interval '1 minute', now(), now()),
+                ('01890000-0000-7000-8000-0000000000d2', '01890000-0000-7000-8000-000000000001', '01890000-0000-7000-8000-000000000003',
+                 '01890000-0000-7000-8000-000000000002', 'pending', 0, now() - interval '1 minute', NULL, NULL, now(), now())`,
+      );
+
+      await empty.db.query('DELETE FROM herald_migrations WHERE version = 13');
+      assert.deepEqual(await prepareDatabase(empty.db), [13]);
+      const { rows } = await empty.db.query<{ id: string; ahead: boolean; lost_attempts: number }>(
+        `SELECT id, next_attempt_at > now() + interval '50 seconds' AS ahead, lost_attempts FROM deliveries ORDER BY id`,
+      );
+      assert.deepEqual(rows, [
+        { id: '01890000-0000-7000-8000-0000000000d1', ahead: true, lost_attempts: 0 },
+        { id: '01890000-0000-7000-8000-0000000000d2', ahead: false, lost_attempts: 0 },
+      ]);
+      const columns = await empty.db.query<{ column_name: string }>(`SELECT column_name FROM information_schema.columns WHERE table_name = 'deliveries' AND column_name LIKE 'lease%'`);
+      assert.deepEqual(columns.rows, []);
+      const claimed = await empty.db.query<{ id: string; attempt: number }>('SELECT id, attempt FROM herald_claim(NULL, 10, 60000, 4, 4)');
+      assert.deepEqual(claimed.rows, [{ id: '01890000-0000-7000-8000-0000000000d2', attempt: 1 }]);
     });
   });
 }

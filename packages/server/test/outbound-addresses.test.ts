@@ -2,12 +2,10 @@ import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { AddressPolicy } from '../src/core/address-policy.ts';
 import { loadConfig } from '../src/config.ts';
-import { createDispatcher } from '../src/dispatcher/dispatcher.ts';
 import { createEndpoint } from '../src/services/endpoints.ts';
 import { ENGINES } from './helpers/engines.ts';
-import { alarmData, createTestHerald, TEST_ADDRESSES, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
+import { alarmData, createTestDispatcher, createTestHerald, TEST_ADDRESSES, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
-import { TLS } from './helpers/tls.ts';
 
 const PUBLIC_ONLY = AddressPolicy.PUBLIC_ONLY;
 
@@ -144,7 +142,7 @@ for (const engine of ENGINES) {
       assert.equal((await h.dispatcher.tick()).claimed, 0, 'nothing is retried');
 
       // Once the operator allows the network, a redelivery goes through.
-      const allowing = createDispatcher({ ...h.deps, addresses: TEST_ADDRESSES, config: testDispatcherConfig(), random: () => 0.5, connect: { ca: TLS.ca } });
+      const allowing = createTestDispatcher(h, testDispatcherConfig());
       try {
         for (const endpoint of [byName.endpoint, byIp.endpoint]) {
           assert.equal((await h.api('POST', `/v1/events/${event.json.id}/redeliver`, { endpoint_id: endpoint.id })).status, 202);

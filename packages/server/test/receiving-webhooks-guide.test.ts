@@ -13,7 +13,7 @@ import { DEFAULT_RETRY } from '../src/config.ts';
 import { refusedAddressMessage } from '../src/core/address-policy.ts';
 import { classifyOutcome } from '../src/core/outcome.ts';
 import { nextAttemptAt } from '../src/core/retry-policy.ts';
-import { describeTransportError } from '../src/dispatcher/send.ts';
+import { describeTransportError } from '../src/outbound/transport-errors.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver } from './helpers/receiver.ts';

@@ -1,152 +1,98 @@
-import type { Db } from '../storage/db.ts';
-import { recordResults, skipPendingDeliveries, type AttemptRecord, type DeliveryUpdate } from '../storage/queries/record-results.ts';
+import type { DeliveryResult } from '../storage/queries/record-results.ts';
 
-/** One finished piece of work: the delivery's new state and, if a request was sent, its attempt. */
-export interface Finished {
-  update: DeliveryUpdate;
-  endpointId: string;
-  attempt: AttemptRecord | null;
+export interface Logger {
+  info(obj: object, msg?: string): void;
+  warn(obj: object, msg?: string): void;
+  error(obj: object, msg?: string): void;
 }
 
-export interface RecorderOptions {
-  db: Db;
-  disableAfter: number;
-  now: () => Date;
-  onDisabled?: (endpointIds: string[]) => void;
-  onError?: (err: unknown) => void;
-  /**
-   * How long a batch smaller than LINGER_BATCH waits for company before it is
-   * written (0: the next turn of the event loop). A result's write is not on
-   * the receiver's path, so waiting costs no delivery latency; the delivery
-   * keeps its global slot and lease, and its attempt shows up, that much later.
-   */
-  lingerMs?: number;
-}
-
-/** A batch this large is written without lingering. */
-const LINGER_BATCH = 64;
+/** Writes one batch of results (`recordResults`); says which leases still held and which endpoints it disabled. */
+export type WriteResults = (results: readonly DeliveryResult[]) => Promise<{ applied: Set<string>; disabled: string[] }>;
 
 /**
- * Records results in batches (group commit): while one batch is being written,
- * new results queue up and go in the next. Each batch is one statement,
- * whatever its size (`recordResults`). A failed write is retried; the results
- * stay queued meanwhile, and writing a batch twice changes nothing.
+ * What became of a result: written while its lease held, written after the
+ * lease ran out (fenced out: the delivery is another worker's now), or given
+ * up unwritten at shutdown (the lease then runs out and the delivery is sent again).
  */
-export function createRecorder(options: RecorderOptions) {
-  let queue: Array<{ finished: Finished; done: () => void }> = [];
-  let flushing: Promise<void> | undefined;
-  const touched = new Set<string>();
-  const lingerMs = options.lingerMs ?? 0;
-  // Cuts a linger short: idle() wants everything written now.
-  let hurry: (() => void) | undefined;
-  let urgent = 0;
+export type Written = 'applied' | 'late' | 'unwritten';
 
-  function linger(): Promise<void> {
-    if (lingerMs <= 0 || urgent > 0 || queue.length >= LINGER_BATCH) return new Promise((r) => setImmediate(r));
-    return new Promise((r) => {
-      const t = setTimeout(done, lingerMs);
+/** The most results one write takes. */
+const BATCH_MAX = 1000;
+const RETRY_FIRST_MS = 100;
+const RETRY_MAX_MS = 5_000;
+
+/**
+ * Writes results in batches (group commit): while one batch is being
+ * written, new results queue up, and the next write takes all of them. A
+ * write that fails is retried, with a back-off capped at 5 s, for as long as
+ * it takes: results wait in memory meanwhile and none is dropped. Only
+ * `close()` (the end of a shutdown) gives up what is still unwritten.
+ */
+export function createRecorder(options: { write: WriteResults; log?: Logger }) {
+  let queue: Array<{ result: DeliveryResult; done: (w: Written) => void }> = [];
+  let writing: Promise<void> | undefined;
+  let closed = false;
+  let cutWaitShort: (() => void) | undefined;
+
+  function wait(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const timer = setTimeout(done, ms);
       function done() {
-        clearTimeout(t);
-        hurry = undefined;
-        r();
+        clearTimeout(timer);
+        cutWaitShort = undefined;
+        resolve();
       }
-      hurry = done;
+      cutWaitShort = done;
     });
-  }
-
-  function eager(): () => void {
-    urgent += 1;
-    hurry?.();
-    let released = false;
-    return () => {
-      if (!released) urgent -= 1;
-      released = true;
-    };
-  }
-
-  async function writeBatch(batch: Finished[]): Promise<void> {
-    const now = options.now();
-    const disabled = await recordResults(options.db, {
-      attempts: batch.flatMap((f) => (f.attempt ? [f.attempt] : [])),
-      updates: batch.map((f) => f.update),
-      now,
-      threshold: options.disableAfter,
-    });
-    // A separate statement, run only when an endpoint was just disabled. If
-    // the process dies in between, nothing is sent anyway: a claim of a
-    // disabled endpoint's delivery skips it instead of sending.
-    if (disabled.length > 0) await skipPendingDeliveries(options.db, disabled, now);
-    for (const f of batch) touched.add(f.endpointId);
-    if (disabled.length > 0) options.onDisabled?.(disabled);
   }
 
   async function drain(): Promise<void> {
     let failures = 0;
-    while (queue.length > 0) {
-      // Let pending I/O land first (PGlite runs queries on this thread, so
-      // without a turn of the event loop results would go one at a time),
-      // and let a small batch wait for company. Under a burst batches are
-      // large anyway; at a steady 1,000 deliveries/s a 20 ms linger wrote
-      // 3 to 4 % less CPU for the whole machine (three interleaved runs each).
-      await linger();
-      const batch = queue.slice(0, 1000);
+    while (queue.length > 0 && !closed) {
+      // Let the answers that land in this turn of the event loop join the batch.
+      await new Promise((resolve) => setImmediate(resolve));
+      const batch = queue.slice(0, BATCH_MAX);
       try {
-        await writeBatch(batch.map((q) => q.finished));
+        const { applied, disabled } = await options.write(batch.map((q) => q.result));
+        // Only appends happened meanwhile: the batch is still the queue's head.
         queue = queue.slice(batch.length);
-        for (const q of batch) q.done();
         failures = 0;
+        if (disabled.length > 0) options.log?.warn({ endpoints: disabled }, 'endpoint disabled after too many consecutive failed deliveries');
+        for (const q of batch) q.done(applied.has(q.result.deliveryId) ? 'applied' : 'late');
       } catch (err) {
-        options.onError?.(err);
         failures += 1;
-        if (failures >= 5) throw err;
-        await new Promise((r) => setTimeout(r, 100 * 2 ** failures));
+        options.log?.error({ err, waiting: queue.length }, 'recording delivery results failed; retrying');
+        await wait(Math.min(RETRY_MAX_MS, RETRY_FIRST_MS * 2 ** (failures - 1)));
       }
     }
   }
 
-  function add(finished: Finished, done: () => void): void {
-    queue.push({ finished, done });
-    if (queue.length >= LINGER_BATCH) hurry?.();
-    // A flush under way takes it too (drain() runs until the queue is empty,
-    // and flush() starts again if anything came in after that).
-    if (!flushing) void flush().catch((err) => options.onError?.(err));
-  }
-
-  function flush(): Promise<void> {
-    flushing ??= drain().finally(() => {
-      flushing = undefined;
-      if (queue.length > 0) void flush().catch(options.onError);
+  function flush(): void {
+    // A result queued as the last write ended starts the next one.
+    writing ??= drain().finally(() => {
+      writing = undefined;
+      if (queue.length > 0 && !closed) flush();
     });
-    return flushing;
   }
 
   return {
-    /** Queues a result; resolves once it is written. */
-    push(finished: Finished): Promise<void> {
-      return new Promise<void>((done) => add(finished, done));
+    /** Queues a result; resolves once it is written (or given up at close). */
+    add(result: DeliveryResult): Promise<Written> {
+      if (closed) return Promise.resolve('unwritten');
+      return new Promise<Written>((done) => {
+        queue.push({ result, done });
+        flush();
+      });
     },
-    /** Queues a result; `done` is called once it is written (the dispatcher's way: no promise per result). */
-    add,
-    /** Resolves when everything pushed so far is written (without lingering). */
-    async idle(): Promise<void> {
-      const release = eager();
-      try {
-        while (flushing || queue.length > 0) await (flushing ?? flush());
-      } finally {
-        release();
-      }
+    /** Results queued and not yet written. */
+    get waiting(): number {
+      return queue.length;
     },
-    /** Writes without lingering until the returned function is called (tick(), shutdown). */
-    eager,
-    /** Endpoints with new attempts since the last call (for pruning). */
-    takeTouched(): string[] {
-      const ids = [...touched];
-      touched.clear();
-      return ids;
-    },
-    /** Gives back endpoints taken by takeTouched whose pruning failed, for the next run. */
-    retouch(ids: readonly string[]): void {
-      for (const id of ids) touched.add(id);
+    /** Stops writing: results still queued are given up ('unwritten'). */
+    close(): void {
+      closed = true;
+      cutWaitShort?.();
+      for (const q of queue.splice(0)) q.done('unwritten');
     },
   };
 }

@@ -27,10 +27,8 @@ export const NOTIFY_WINDOW_MS = 10;
  * delivers a fresh event within milliseconds), and the pokes made while it
  * is sent or in the NOTIFY_WINDOW_MS after share a single follow-up at the
  * end of the window.
- * A dispatcher that is busy also claims when its answers come in (about
- * 20 ms after the first, plus any claim already running: see
- * SHORT_CLAIM_LINGER_MS). Nothing is lost if a
- * notification is: the dispatchers also poll.
+ * A dispatcher that is busy also claims whenever a result of its own is
+ * written. Nothing is lost if a notification is: the dispatchers also poll.
  */
 export interface NewWork {
   /** After a commit that made deliveries due: wakes idle dispatchers (at once, or at the end of the window). */

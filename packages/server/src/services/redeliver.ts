@@ -31,8 +31,8 @@ export async function redeliverEvent(deps: ServiceDeps, accountId: string, event
     }
     const existing = await lockDelivery(tx, { accountId, eventId, endpointId });
     if (!existing) return insertDelivery(tx, { accountId, eventId, endpointId, now });
-    // In flight (leased, lease not run out): a second copy now would be a duplicate the receiver did not cause.
-    if (existing.state === 'pending' && existing.lease_token !== null && existing.next_attempt_at > now) return existing;
+    // In flight (a worker is sending it): a second copy now would be a duplicate the receiver did not cause.
+    if (existing.state === 'pending' && existing.in_flight) return existing;
     return requeueDelivery(tx, existing.id, now);
   });
   deps.newWork.announce();

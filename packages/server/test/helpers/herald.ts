@@ -9,8 +9,10 @@ import type { LoginLimiter } from '../../src/http/login-limiter.ts';
 import { requestHash, serialiseEnvelope } from '../../src/core/envelope.ts';
 import { BUILTIN_EVENT_TYPES } from '../../src/core/event-types.ts';
 import type { NewEvent } from '../../src/storage/queries/events.ts';
-import { createDispatcher, type Dispatcher, type TickReport } from '../../src/dispatcher/dispatcher.ts';
-import { createAgent, sendAttempt, type ResolveHost } from '../../src/dispatcher/send.ts';
+import { createDispatcher, type Dispatcher, type DispatcherParts, type TickReport } from '../../src/dispatcher/dispatcher.ts';
+import { databaseParts } from '../../src/dispatcher/parts.ts';
+import { createAgent, type ResolveHost } from '../../src/outbound/agent.ts';
+import { sendAttempt } from '../../src/outbound/send.ts';
 import { buildApp } from '../../src/http/app.ts';
 import type { PanelOptions } from '../../src/http/panel.ts';
 import { createAccount, createApiKey } from '../../src/services/accounts.ts';
@@ -54,6 +56,38 @@ export interface TestHerald {
   drain(options?: { advanceMs?: number; maxTicks?: number }): Promise<TickReport>;
   newAccount(name?: string): Promise<{ accountId: string; apiKey: string }>;
   close(): Promise<void>;
+}
+
+/**
+ * Another dispatcher on a test Herald's database, with its own agent (as a
+ * second worker process would have); `parts` replaces any of its parts.
+ * Stopping it closes its agent.
+ */
+export function createTestDispatcher(
+  h: { db: TestDb; clock: TestClock },
+  config: DispatcherConfig,
+  parts: Partial<DispatcherParts> = {},
+): Dispatcher {
+  const agent = createAgent({ connections: config.originConcurrency, addresses: TEST_ADDRESSES, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca } });
+  const dispatcher = createDispatcher({
+    ...databaseParts(h.db, config),
+    config,
+    clock: h.clock.now,
+    encryptionKey: TEST_KEY,
+    send: (req) => sendAttempt(agent, req),
+    random: () => 0.5,
+    ...parts,
+  });
+  return {
+    ...dispatcher,
+    get inFlight() {
+      return dispatcher.inFlight;
+    },
+    async stop(graceMs) {
+      await dispatcher.stop(graceMs);
+      await agent.destroy();
+    },
+  };
 }
 
 export function testDispatcherConfig(overrides: Partial<DispatcherConfig> = {}): DispatcherConfig {
@@ -111,7 +145,15 @@ export async function createTestHerald(
     trustedProxies: options.trustedProxies,
     retention: options.retention,
   });
-  const dispatcher = createDispatcher({ ...deps, config, random: options.random ?? (() => 0.5), connect: { ca: TLS.ca }, lookup: options.lookup });
+  const dispatcherAgent = createAgent({ connections: config.originConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
+  const dispatcher = createDispatcher({
+    ...databaseParts(db, config),
+    config,
+    clock: clock.now,
+    encryptionKey: TEST_KEY,
+    send: (req) => sendAttempt(dispatcherAgent, req),
+    random: options.random ?? (() => 0.5),
+  });
 
   const openApi = new OpenApiChecker((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
 
@@ -155,7 +197,7 @@ export async function createTestHerald(
       return { status: res.statusCode, json: res.body ? JSON.parse(res.body) : undefined, headers: res.headers, cookies: res.cookies as any };
     },
     async drain({ advanceMs = 4 * 86_400_000, maxTicks = 500 } = {}) {
-      const total: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0 };
+      const total: TickReport = { claimed: 0, succeeded: 0, retrying: 0, failed: 0, skipped: 0, givenBack: 0, late: 0 };
       for (let i = 0; i < maxTicks; i++) {
         const r = await dispatcher.tick();
         if (r.claimed === 0) {
@@ -175,6 +217,7 @@ export async function createTestHerald(
       await dispatcher.stop(1000);
       await app.close();
       await agent.close();
+      await dispatcherAgent.destroy();
       await db.close();
     },
   };

@@ -6,62 +6,43 @@ export interface ClaimedDelivery {
   account_id: string;
   event_id: string;
   endpoint_id: string;
-  /** This attempt's number, counted at claim time. */
-  attempts: number;
-  /** The count before this claim: at the maximum, the delivery is out of attempts. */
-  attempts_before: number;
+  /** This attempt's number: answered attempts so far + 1 (attempts are counted when an answer is recorded). */
+  attempt: number;
+  /** The fencing token: the result is applied only while the delivery's in_flight row still carries it. */
   lease_token: number;
   type: string;
   /** The event's envelope; every delivery of one event in a claim holds the same Buffer. */
   body: Buffer;
   url: string;
+  origin: string;
   secret_encrypted: Buffer;
+  /** false: the endpoint was disabled; the worker marks the delivery skipped instead of sending it. */
   enabled: boolean;
 }
 
+type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
+
 /**
- * Claims due deliveries in one statement (one round trip, no explicit
- * transaction):
- * - reads the `scan` oldest due rows (the head) and leaves out endpoints
- *   this worker has no room for;
- * - only when that head was full and left fewer than `limit` rows (endpoints
- *   at their cap hold the oldest due work), also takes the due rows of every
- *   other endpoint behind the head, by key: an endpoint at its cap with a
- *   backlog is passed over, not read, however long its backlog;
- * - keeps at most the room left per endpoint (the per-endpoint cap, given
- *   this worker's in-flight counts) and `limit` in all, and locks only
- *   those, skipping rows other workers hold (SKIP LOCKED);
- * - leases them: the attempt count rises now (a delivery that kills its
- *   worker still runs out of attempts), lease_until is set to the end of the
- *   lease (the visibility timeout), and a new fencing token is drawn. Rows
- *   whose lease has not run out are passed over. No indexed column changes,
- *   so the update can be HOT (migration 008).
+ * Claims due deliveries across all workers: the function herald_claim
+ * (migration 013, where each step is explained) takes a lock that puts
+ * claims in a line, reaps leases that ran out, then picks the oldest due
+ * deliveries of every endpoint with room under its caps (per endpoint, per
+ * origin, its rate limit and slow-down) and records them in `in_flight`.
+ *
+ * `now` is null in production (the database's clock); tests pass theirs.
  *
  * Each event's body comes once per claim, on the first of its deliveries
  * (the others have NULL), and becomes one Buffer that all of them share: a
  * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
- *
- * The statement is the function herald_claim, from migration 006 (with the
- * notes on how it is written, and why it is a function) as migrations 008 and
- * 011 changed it: change it with a new migration that replaces it.
  */
 export async function claimDeliveries(
   db: Queryable,
-  p: {
-    now: Date;
-    limit: number;
-    scan: number;
-    leaseUntil: Date;
-    maxAttempts: number;
-    endpointCap: number;
-    inFlight: ReadonlyMap<string, number>;
-  },
+  p: { limit: number; leaseMs: number; endpointCap: number; originCap: number; now: Date | null },
 ): Promise<ClaimedDelivery[]> {
-  const busy = [...p.inFlight].filter(([, n]) => n >= p.endpointCap).map(([id]) => id);
-  const { rows } = await db.query<Omit<ClaimedDelivery, 'body'> & { body: string | null }>(
-    `SELECT * FROM herald_claim($1, $2::uuid[], $3, $4, $5::uuid[], $6::int[], $7, $8, $9)`,
-    [p.now, busy, p.scan, p.endpointCap, [...p.inFlight.keys()], [...p.inFlight.values()], p.limit, p.maxAttempts, p.leaseUntil],
-    { name: 'herald_claim' },
+  const { rows } = await db.query<ClaimRow>(
+    `SELECT * FROM herald_claim($1, $2, $3, $4, $5)`,
+    [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap],
+    { name: 'herald_claim_v2' },
   );
   const bodies = new Map<string, Buffer>();
   for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
@@ -71,34 +52,41 @@ export async function claimDeliveries(
 }
 
 /**
- * The earliest time a pending delivery not under a live lease comes due, to
- * sleep exactly that long. Leases still running (another worker's deliveries
- * in flight) are passed over: the end of one is at least the lease (15 s or
- * more) away when it starts, and the dispatcher's poll, which caps every
- * sleep, picks it up when it runs out.
+ * Milliseconds, on the database's clock, until the next pending delivery not
+ * in flight comes due; undefined: none; 0: one is due now. Deliveries in
+ * flight are left out: their results, or the reaping of their lost leases,
+ * wake the worker anyway.
+ *
+ * The oldest pending deliveries are often the ones in flight, so it reads
+ * one more than are in flight, in due order, and takes the first not among
+ * them. EXCEPT, not a join: it compares the two sets by hashing or sorting,
+ * whatever the plan thinks of in_flight's size, where a join planned while
+ * in_flight was empty scanned all of it once per row.
  */
-export async function nextDueAt(db: Queryable, now: Date): Promise<Date | undefined> {
-  const { rows } = await db.query<{ at: Date | null }>(
-    `SELECT next_attempt_at AS at FROM deliveries
-      WHERE state = 'pending' AND (lease_until IS NULL OR lease_until <= $1)
-      ORDER BY next_attempt_at LIMIT 1`,
+export async function nextDueIn(db: Queryable, now: Date | null): Promise<number | undefined> {
+  const { rows } = await db.query<{ ms: number | null }>(
+    `WITH head AS (
+       SELECT d.id FROM deliveries d WHERE d.state = 'pending'
+        ORDER BY d.next_attempt_at
+        LIMIT (SELECT count(*) FROM in_flight) + 1
+     ), free AS (
+       SELECT h.id FROM head h EXCEPT SELECT f.delivery_id FROM in_flight f
+     )
+     SELECT ceil(extract(epoch FROM (min(d.next_attempt_at) - COALESCE($1::timestamptz, now()))) * 1000)::float8 AS ms
+       FROM free JOIN deliveries d ON d.id = free.id`,
     [now],
-    { name: 'herald_next_due' },
+    { name: 'herald_next_due_in' },
   );
-  return rows[0]?.at ?? undefined;
+  const ms = rows[0]?.ms;
+  return ms === undefined || ms === null ? undefined : Math.max(0, Number(ms));
 }
 
 /**
- * Ends every lease at once. Only for the embedded engine at start-up: the
- * data-directory lock proves no other process holds any of them, so leases
- * left behind belong to a process that died.
+ * Embedded engine at start-up only: the data-directory lock proves no other
+ * process holds a lease, so every lease left behind was lost (its process
+ * died). Reaps them all, as a claim reaps expired ones. Returns how many.
  */
-export async function releaseAllLeases(db: Queryable, now: Date): Promise<number> {
-  return (
-    await db.query(
-      `UPDATE deliveries SET next_attempt_at = LEAST(next_attempt_at, $1), lease_token = NULL, lease_until = NULL
-        WHERE state = 'pending' AND lease_token IS NOT NULL AND (lease_until > $1 OR next_attempt_at > $1)`,
-      [now],
-    )
-  ).rowCount;
+export async function reapAllLeases(db: Queryable, now: Date | null): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT herald_reap_leases($1, true) AS n`, [now]);
+  return Number(rows[0]!.n);
 }

@@ -5,13 +5,6 @@ export const DELIVERIES_CHANNEL = 'herald_deliveries';
 
 export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';
 
-/**
- * When a pending delivery is next due, as users see it: for one in flight,
- * the end of its lease (a claim keeps next_attempt_at and sets lease_until,
- * migration 008); GREATEST skips a null lease_until.
- */
-const DUE = 'GREATEST(next_attempt_at, lease_until)';
-
 export interface DeliverySummaryRow {
   id: string;
   event_id: string;
@@ -27,7 +20,7 @@ export interface DeliverySummaryRow {
 
 export async function listDeliveriesOfEvent(db: Queryable, accountId: string, eventId: string): Promise<DeliverySummaryRow[]> {
   const { rows } = await db.query<DeliverySummaryRow>(
-    `SELECT id, event_id, endpoint_id, state, attempts, ${DUE} AS next_attempt_at, last_status, last_error, created_at, updated_at
+    `SELECT id, event_id, endpoint_id, state, attempts, next_attempt_at, last_status, last_error, created_at, updated_at
        FROM deliveries WHERE account_id = $1 AND event_id = $2 ORDER BY created_at, endpoint_id`,
     [accountId, eventId],
   );
@@ -56,7 +49,7 @@ export async function countRecoverable(db: Queryable, p: { accountId: string; en
 export async function recoverDeliveries(db: Queryable, p: { accountId: string; endpointId: string; since: Date; now: Date }): Promise<number> {
   return (
     await db.query(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = $4, lease_token = NULL, lease_until = NULL, updated_at = $4
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = $4, lost_attempts = 0, updated_at = $4
         WHERE account_id = $1 AND endpoint_id = $2 AND state IN ('skipped', 'failed') AND created_at >= $3`,
       [p.accountId, p.endpointId, p.since, p.now],
     )
@@ -64,10 +57,12 @@ export async function recoverDeliveries(db: Queryable, p: { accountId: string; e
 }
 
 export interface DeliveryRow extends DeliverySummaryRow {
-  lease_token: number | null;
+  /** It has a row in in_flight: a worker is sending it now. */
+  in_flight: boolean;
 }
 
-const DELIVERY_COLUMNS = `id, event_id, endpoint_id, state, attempts, ${DUE} AS next_attempt_at, lease_token, last_status, last_error, created_at, updated_at`;
+const DELIVERY_COLUMNS = `id, event_id, endpoint_id, state, attempts, next_attempt_at,
+  EXISTS (SELECT 1 FROM in_flight f WHERE f.delivery_id = deliveries.id) AS in_flight, last_status, last_error, created_at, updated_at`;
 
 /** The delivery of one event to one endpoint, locked for a change. */
 export async function lockDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string }): Promise<DeliveryRow | undefined> {
@@ -85,7 +80,8 @@ export async function requeueDelivery(db: Queryable, id: string, now: Date): Pro
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE deliveries
         SET attempts = CASE WHEN state = 'pending' THEN attempts ELSE 0 END,
-            state = 'pending', next_attempt_at = $2, lease_until = NULL, updated_at = $2
+            lost_attempts = CASE WHEN state = 'pending' THEN lost_attempts ELSE 0 END,
+            state = 'pending', next_attempt_at = $2, updated_at = $2
       WHERE id = $1 RETURNING ${DELIVERY_COLUMNS}`,
     [id, now],
   );

@@ -1,5 +1,5 @@
 import type { Db, Queryable } from '../db.ts';
-import { plainArray, textArray, timeArray } from './array-literal.ts';
+import { plainArray, textArray } from './array-literal.ts';
 import type { DeliveryState } from './deliveries.ts';
 
 /** The attempt log keeps this many attempts per endpoint: the panel shows the last 100. */
@@ -85,153 +85,265 @@ export async function insertAttempts(db: Queryable, attempts: readonly AttemptRe
   await db.query(INSERT_ATTEMPTS, [attemptsJson(attempts)]);
 }
 
-export interface DeliveryUpdate {
-  id: string;
+export type ResultOutcome =
+  | 'succeeded' // 2xx: done
+  | 'retry' // failed attempt, will be retried after retryInMs
+  | 'failed' // failed attempt, no retry left (or a permanent failure): the delivery failed
+  | 'skipped' // nothing sent: the endpoint was disabled
+  | 'given_back'; // nothing answered: shutdown abort or lease too short to send; no attempt spent, due again now
+
+export interface DeliveryResult {
+  deliveryId: string;
   leaseToken: number;
-  state: DeliveryState;
-  nextAttemptAt: Date;
-  lastStatus: number | null;
-  lastError: string | null;
+  endpointId: string;
+  outcome: ResultOutcome;
+  /** 'retry' only: how long from now (the database's now) until it is due again. */
+  retryInMs: number | null;
+  status: number | null;
+  error: string | null;
+  /** The answer was 429 or 503: slow the endpoint down (Retry-After in ms if it gave one). */
+  throttle: { retryAfterMs: number | null } | null;
+  /** The attempt row when a request was sent. */
+  attempt: AttemptRecord | null;
 }
 
-/** An endpoint's failure streak after a batch (in `moved` below). */
-const STREAK = `(CASE WHEN s.reset THEN s.failures ELSE ep.failure_streak + s.failures END)`;
+/** How long a slowed-down endpoint gets no new request without a Retry-After, and the bounds of one. */
+export const THROTTLE_DEFAULT_MS = 5_000;
+export const THROTTLE_MIN_MS = 1_000;
+export const THROTTLE_MAX_MS = 3_600_000;
 
-/**
- * A dispatcher's attempt, as one positional JSON array: the account, endpoint
- * and event come from the delivery row instead, so a batch sends the
- * database about a third fewer bytes (writing them to the socket was a
- * visible share of a worker's time). One JSON parameter also costs far less
- * to encode than an array per column.
- */
-function sentAttemptJson(a: AttemptRecord): unknown[] {
-  return [a.id, a.deliveryId, a.eventType, a.attemptNumber, a.startedAt, a.durationMs, a.statusCode, a.outcome, a.error, a.signature, a.responseExcerpt?.toString('base64') ?? null, a.url];
+const STATE_OF: Record<ResultOutcome, DeliveryState> = {
+  succeeded: 'succeeded',
+  retry: 'pending',
+  failed: 'failed',
+  skipped: 'skipped',
+  given_back: 'pending',
+};
+
+/** A receiver answered, or the request failed in transport: one of the delivery's attempts is spent. */
+function countsAnAttempt(outcome: ResultOutcome): boolean {
+  return outcome === 'succeeded' || outcome === 'retry' || outcome === 'failed';
 }
 
-const RECORD_RESULTS = `
-  WITH applied AS (
-    -- Fencing: a row changes only while it still carries the lease token of
-    -- the worker that sent it; a late worker whose lease ran out changes
-    -- nothing. Only a pending delivery has a lease token (every change out of
-    -- pending clears it), so the token match is the whole guard. There is no
-    -- condition on state on purpose: with it, when statistics lag behind a
-    -- burst, the planner reads every pending row through deliveries_due
-    -- instead of looking the batch up by key. (Arrays, not JSON, for the same
-    -- reason: unnest of a known array tells the planner the row count.)
-    -- The row lock this takes is what a foreign key's check would take for
-    -- the attempt logged below (docs/decisions/0008): a delete of the
-    -- delivery with its endpoint waits for it.
-    UPDATE deliveries d
-       SET state = v.state, next_attempt_at = v.next_attempt_at, last_status = v.last_status,
-           last_error = v.last_error, lease_token = NULL, lease_until = NULL, updated_at = $8
-      FROM unnest($2::uuid[], $3::int8[], $4::text[], $5::timestamptz[], $6::int[], $7::text[]) WITH ORDINALITY
-           AS v(id, lease_token, state, next_attempt_at, last_status, last_error, ord)
-     WHERE d.id = v.id AND d.lease_token = v.lease_token
-    RETURNING d.id, d.account_id, d.endpoint_id, d.event_id, d.state, d.last_error, v.ord
-  ), sent AS (
-    SELECT j, (j->>1)::uuid AS delivery_id FROM jsonb_array_elements($1::jsonb) AS j
-  ), lost AS (
-    -- Attempts whose delivery the update above did not change (its lease ran
-    -- out and another worker holds it, or this batch is written a second
-    -- time): the request was sent all the same, so it is logged, with the
-    -- delivery looked up by key, one row at a time (a lateral subquery that
-    -- OFFSET 0 keeps from being flattened into a join, so no plan reads the
-    -- table). FOR KEY SHARE does what a foreign key would: a delivery being
-    -- deleted with its endpoint is waited for, then left out. None of these
-    -- rows was updated by this statement, so the lock cannot miss one.
-    SELECT s.j, d.account_id, d.endpoint_id, d.id, d.event_id
-      FROM sent s
-     CROSS JOIN LATERAL (SELECT account_id, endpoint_id, id, event_id FROM deliveries WHERE id = s.delivery_id OFFSET 0 FOR KEY SHARE) AS d
-     WHERE NOT EXISTS (SELECT 1 FROM applied a WHERE a.id = s.delivery_id)
-  ), logged AS (
-    -- The account, endpoint and event come from the delivery row: from the
-    -- update's RETURNING for nearly every attempt, so logging one costs no
-    -- second visit to its delivery.
-    INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
-                          started_at, duration_ms, status_code, outcome, error, signature, response_excerpt, url)
-    SELECT (j->>0)::uuid, d.account_id, d.endpoint_id, d.id, d.event_id, j->>2, (j->>3)::int, false,
-           (j->>4)::timestamptz, (j->>5)::int, (j->>6)::int, j->>7, j->>8, j->>9, decode(j->>10, 'base64'), j->>11
-      FROM (SELECT s.j, a.account_id, a.endpoint_id, a.id, a.event_id FROM sent s JOIN applied a ON a.id = s.delivery_id
-            UNION ALL
-            SELECT j, account_id, endpoint_id, id, event_id FROM lost) AS d
-    ON CONFLICT (id) DO NOTHING
-  ), ended AS (
-    SELECT a.*, max(a.ord) FILTER (WHERE a.state = 'succeeded') OVER (PARTITION BY a.endpoint_id) AS last_success
-      FROM applied a WHERE a.state IN ('succeeded', 'failed')
-  ), streaks AS (
-    -- Per endpoint, in completion order: a success restarts the streak, and
-    -- the failed deliveries after the last success add to it.
-    SELECT endpoint_id, bool_or(state = 'succeeded') AS reset,
-           count(*) FILTER (WHERE state = 'failed' AND ord > COALESCE(last_success, 0))::int AS failures,
-           (array_agg(last_error ORDER BY ord DESC) FILTER (WHERE state = 'failed'))[1] AS last_error
-      FROM ended GROUP BY endpoint_id
-  ), moved AS (
-    -- The streak is computed on the endpoint's current row version (ep, not a
-    -- snapshot), so two workers recording at once both count. Rows whose
-    -- streak stays as it is are not written, unless it is at the threshold
-    -- on an enabled endpoint (the threshold was lowered meanwhile).
-    UPDATE endpoints ep
-       SET failure_streak = ${STREAK},
-           enabled = ep.enabled AND ${STREAK} < $9,
-           disabled_at = CASE WHEN ep.enabled AND ${STREAK} >= $9 THEN $8 ELSE ep.disabled_at END,
-           disabled_reason = CASE WHEN ep.enabled AND ${STREAK} >= $9
-             THEN ${STREAK} || ' consecutive failed deliveries; the last: ' || COALESCE(s.last_error, 'unknown error')
-             ELSE ep.disabled_reason END,
-           updated_at = $8
-      FROM streaks s
-     WHERE ep.id = s.endpoint_id AND (${STREAK} <> ep.failure_streak OR (ep.enabled AND ${STREAK} >= $9))
-    RETURNING ep.id, ep.enabled, ep.disabled_at
-  )
-  SELECT id FROM moved WHERE NOT enabled AND disabled_at = $8`;
+/** A dispatcher's attempt row, as JSON; the account, endpoint and event come from its delivery. */
+function sentAttemptJson(a: AttemptRecord): unknown {
+  return {
+    id: a.id,
+    delivery_id: a.deliveryId,
+    event_type: a.eventType,
+    attempt_number: a.attemptNumber,
+    started_at: a.startedAt,
+    duration_ms: a.durationMs,
+    status_code: a.statusCode,
+    outcome: a.outcome,
+    error: a.error,
+    signature: a.signature,
+    response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
+    url: a.url,
+  };
+}
+
+interface EndpointRow {
+  id: string;
+  enabled: boolean;
+  failure_streak: number;
+  throttle_limit: number | null;
+}
+
+/** What a batch changes on one endpoint, worked out from its applied results in completion order. */
+interface EndpointChange {
+  id: string;
+  failureStreak: number;
+  disabledReason: string | null;
+  throttleMs: number | null;
+  throttleLimit: number | null;
+}
+
+function endpointChanges(
+  endpoints: readonly EndpointRow[],
+  results: readonly DeliveryResult[],
+  p: { disableAfter: number; endpointCap: number },
+): EndpointChange[] {
+  const changes: EndpointChange[] = [];
+  for (const ep of endpoints) {
+    let streak = ep.failure_streak;
+    let lastError: string | null = null;
+    let limit = ep.throttle_limit;
+    let throttleMs: number | null = null;
+    for (const r of results) {
+      if (r.endpointId !== ep.id) continue;
+      // Only receivers' answers count: a given-back or skipped delivery, or a
+      // retry still to come, leaves the streak as it is.
+      if (r.outcome === 'succeeded') streak = 0;
+      if (r.outcome === 'failed') {
+        streak += 1;
+        lastError = r.error;
+      }
+      if (r.throttle) {
+        const asked = r.throttle.retryAfterMs ?? THROTTLE_DEFAULT_MS;
+        throttleMs = Math.min(THROTTLE_MAX_MS, Math.max(THROTTLE_MIN_MS, asked));
+        limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+      } else if (r.status !== null && r.status >= 200 && r.status < 300 && limit !== null) {
+        // A slowed-down endpoint that answers 2xx gets one more request in
+        // flight, and is back to normal at the cap.
+        limit = limit + 1 >= p.endpointCap ? null : limit + 1;
+      }
+    }
+    const disable = ep.enabled && streak >= p.disableAfter;
+    if (streak === ep.failure_streak && !disable && throttleMs === null && limit === ep.throttle_limit) continue;
+    changes.push({
+      id: ep.id,
+      failureStreak: streak,
+      disabledReason: disable ? `${streak} consecutive failed deliveries; the last: ${lastError ?? 'unknown error'}` : null,
+      throttleMs,
+      throttleLimit: limit,
+    });
+  }
+  return changes;
+}
 
 /**
- * Records a batch of finished work in one statement (one round trip, atomic
- * on its own): the deliveries' new states (fenced by lease token), the
- * attempt rows (each with its delivery's account, endpoint and event, even
- * when its lease was lost), and each endpoint's failure streak, disabling those that reach
- * `threshold` with the reason and time. Returns the endpoints it disabled;
- * their pending deliveries are the caller's to skip (`skipPendingDeliveries`).
- * Running it twice with the same batch changes nothing the second time.
+ * Records a batch of finished work in one transaction of a few simple
+ * statements:
+ * 1. the fence: deletes the batch's `in_flight` rows that still carry the
+ *    result's lease token; only those deliveries change (a result whose lease
+ *    ran out, reaped or claimed again by another worker, changes nothing);
+ * 2. the deliveries' new states: an answered attempt (or one that failed in
+ *    transport) counts one attempt; a retry is due `retryInMs` after the
+ *    database's now; a given-back delivery is due at once, with nothing spent;
+ * 3. the attempt rows of every request sent, fenced out or not (a late one
+ *    was sent all the same);
+ * 4. per endpoint, from the applied results in completion order: the failure
+ *    streak (a success restarts it, each failed delivery adds one), disabling
+ *    at `disableAfter` (its pending deliveries become skipped), and the
+ *    slow-down after 429/503 answers (and the recovery after 2xx answers).
+ *
+ * `now` is null in production (the database's clock); tests pass theirs.
+ * Writing the same batch twice changes nothing the second time: its leases
+ * are spent, and an attempt's id is its key. Returns the deliveries whose
+ * lease still held (the others' results were late) and the endpoints this
+ * batch disabled.
  */
 export async function recordResults(
-  db: Queryable,
-  p: { attempts: readonly AttemptRecord[]; updates: readonly DeliveryUpdate[]; now: Date; threshold: number },
-): Promise<string[]> {
-  // The attempts here are a dispatcher's, each of a delivery (they take its
-  // account, endpoint and event); test sends go through insertAttempts.
-  if (p.attempts.some((a) => a.deliveryId === null || a.isTest)) throw new Error('recordResults records dispatched attempts only; use insertAttempts for test sends');
-  const { rows } = await db.query<{ id: string }>(
-    RECORD_RESULTS,
-    [
-      JSON.stringify(p.attempts.map(sentAttemptJson)),
-      plainArray(p.updates.map((u) => u.id)),
-      plainArray(p.updates.map((u) => u.leaseToken)),
-      plainArray(p.updates.map((u) => u.state)),
-      timeArray(p.updates.map((u) => u.nextAttemptAt)),
-      plainArray(p.updates.map((u) => u.lastStatus)),
-      textArray(p.updates.map((u) => u.lastError)),
-      p.now,
-      p.threshold,
-    ],
-    { name: 'herald_record_results' },
-  );
-  return rows.map((r) => r.id);
+  db: Db,
+  p: { results: readonly DeliveryResult[]; now: Date | null; disableAfter: number; endpointCap: number },
+): Promise<{ applied: Set<string>; disabled: string[] }> {
+  if (p.results.some((r) => r.attempt !== null && (r.attempt.deliveryId === null || r.attempt.isTest))) {
+    throw new Error('recordResults records dispatched attempts only; use insertAttempts for test sends');
+  }
+  if (p.results.length === 0) return { applied: new Set(), disabled: [] };
+  return db.transaction(async (tx) => {
+    const fenced = await tx.query<{ delivery_id: string }>(
+      `DELETE FROM in_flight f USING unnest($1::uuid[], $2::int8[]) AS v (delivery_id, lease_token)
+        WHERE f.delivery_id = v.delivery_id AND f.lease_token = v.lease_token
+        RETURNING f.delivery_id`,
+      [plainArray(p.results.map((r) => r.deliveryId)), plainArray(p.results.map((r) => r.leaseToken))],
+    );
+    const applied = new Set(fenced.rows.map((r) => r.delivery_id));
+    const kept = p.results.filter((r) => applied.has(r.deliveryId));
+
+    if (kept.length > 0) {
+      await tx.query(
+        `UPDATE deliveries d
+            SET state = v.state,
+                attempts = d.attempts + CASE WHEN v.counted THEN 1 ELSE 0 END,
+                next_attempt_at = COALESCE($8::timestamptz, now()) + COALESCE(v.due_in_ms, 0) * interval '1 millisecond',
+                last_status = CASE WHEN v.given_back THEN d.last_status ELSE v.last_status END,
+                last_error = CASE WHEN v.given_back THEN d.last_error ELSE v.last_error END,
+                updated_at = COALESCE($8::timestamptz, now())
+           FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::bool[], $5::int8[], $6::int[], $7::text[])
+                AS v (id, state, counted, given_back, due_in_ms, last_status, last_error)
+          WHERE d.id = v.id`,
+        [
+          plainArray(kept.map((r) => r.deliveryId)),
+          plainArray(kept.map((r) => STATE_OF[r.outcome])),
+          plainArray(kept.map((r) => String(countsAnAttempt(r.outcome)))),
+          plainArray(kept.map((r) => String(r.outcome === 'given_back'))),
+          plainArray(kept.map((r) => (r.outcome === 'retry' ? Math.max(0, Math.round(r.retryInMs ?? 0)) : null))),
+          plainArray(kept.map((r) => r.status)),
+          textArray(kept.map((r) => r.error)),
+          p.now,
+        ],
+      );
+    }
+
+    const sent = p.results.flatMap((r) => (r.attempt ? [r.attempt] : []));
+    if (sent.length > 0) {
+      // The account, endpoint and event come from the delivery row. FOR KEY
+      // SHARE does what a foreign key would (docs/decisions/0008): a delivery
+      // being deleted with its endpoint is waited for, then left out.
+      await tx.query(
+        `INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+                               started_at, duration_ms, status_code, outcome, error, signature, response_excerpt, url)
+         SELECT v.id, d.account_id, d.endpoint_id, d.id, d.event_id, v.event_type, v.attempt_number, false,
+                v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.signature, decode(v.response_excerpt, 'base64'), v.url
+           FROM jsonb_to_recordset($1::jsonb) AS v (
+                  id uuid, delivery_id uuid, event_type text, attempt_number int, started_at timestamptz, duration_ms int,
+                  status_code int, outcome text, error text, signature text, response_excerpt text, url text)
+           JOIN deliveries d ON d.id = v.delivery_id
+            FOR KEY SHARE OF d
+         ON CONFLICT (id) DO NOTHING`,
+        [JSON.stringify(sent.map(sentAttemptJson))],
+      );
+    }
+
+    const endpointIds = [...new Set(kept.map((r) => r.endpointId))].sort();
+    if (endpointIds.length === 0) return { applied, disabled: [] };
+    // Locked in one order in every worker, so two recording at once wait for
+    // each other instead of deadlocking; the streak then adds to the latest.
+    const { rows: endpoints } = await tx.query<EndpointRow>(
+      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`,
+      [endpointIds],
+    );
+    const changes = endpointChanges(endpoints, kept, p);
+    if (changes.length > 0) {
+      await tx.query(
+        `UPDATE endpoints ep
+            SET failure_streak = v.failure_streak,
+                enabled = ep.enabled AND v.disabled_reason IS NULL,
+                disabled_at = CASE WHEN v.disabled_reason IS NULL THEN ep.disabled_at ELSE COALESCE($6::timestamptz, now()) END,
+                disabled_reason = COALESCE(v.disabled_reason, ep.disabled_reason),
+                throttled_until = CASE WHEN v.throttle_ms IS NULL THEN ep.throttled_until
+                                       ELSE COALESCE($6::timestamptz, now()) + v.throttle_ms * interval '1 millisecond' END,
+                throttle_limit = v.throttle_limit,
+                updated_at = CASE WHEN v.failure_streak = ep.failure_streak AND v.disabled_reason IS NULL THEN ep.updated_at
+                                  ELSE COALESCE($6::timestamptz, now()) END
+           FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int8[], $5::int[]) AS v (id, failure_streak, disabled_reason, throttle_ms, throttle_limit)
+          WHERE ep.id = v.id`,
+        [
+          plainArray(changes.map((c) => c.id)),
+          plainArray(changes.map((c) => c.failureStreak)),
+          textArray(changes.map((c) => c.disabledReason)),
+          plainArray(changes.map((c) => c.throttleMs)),
+          plainArray(changes.map((c) => c.throttleLimit)),
+          p.now,
+        ],
+      );
+    }
+    const disabled = changes.filter((c) => c.disabledReason !== null).map((c) => c.id);
+    await skipPendingDeliveries(tx, disabled, p.now);
+    return { applied, disabled };
+  });
 }
 
 /**
- * A disabled endpoint receives nothing: its pending deliveries (retries
- * waiting, and any in flight, whose results the fencing then ignores) become
- * `skipped`, kept for recovery.
+ * A disabled endpoint receives nothing: its pending deliveries become
+ * `skipped`, kept for recovery. Those in flight leave `in_flight` too, so
+ * their results are fenced out (their attempts are still logged).
  */
-export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly string[], now: Date): Promise<number> {
+export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly string[], now: Date | null): Promise<number> {
   if (endpointIds.length === 0) return 0;
-  return (
+  const skipped = (
     await db.query(
-      `UPDATE deliveries SET state = 'skipped', lease_token = NULL, lease_until = NULL, updated_at = $2
+      `UPDATE deliveries SET state = 'skipped', updated_at = COALESCE($2::timestamptz, now())
         WHERE endpoint_id = ANY ($1::uuid[]) AND state = 'pending'`,
       [endpointIds, now],
     )
   ).rowCount;
+  // After the update, not before: a claim that held some of these rows
+  // locked has committed by now, and this statement sees its in_flight rows.
+  await db.query(`DELETE FROM in_flight WHERE endpoint_id = ANY ($1::uuid[])`, [endpointIds]);
+  return skipped;
 }
 
 /**

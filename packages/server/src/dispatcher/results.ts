@@ -1,0 +1,82 @@
+import type { RetrySchedule } from '../config.ts';
+import { decryptSecret } from '../core/secrets.ts';
+import { classifyOutcome } from '../core/outcome.ts';
+import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
+import type { SendResult } from '../outbound/send.ts';
+import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
+import type { DeliveryResult, ResultOutcome } from '../storage/queries/record-results.ts';
+
+/** A claimed delivery's result with nothing sent (skipped, or given back unsent). */
+export function unsent(d: ClaimedDelivery, outcome: ResultOutcome, error: string | null = null): DeliveryResult {
+  return { deliveryId: d.id, leaseToken: d.lease_token, endpointId: d.endpoint_id, outcome, retryInMs: null, status: null, error, throttle: null, attempt: null };
+}
+
+/**
+ * What becomes of a delivery, given how its attempt ended: the receiver's
+ * answer classified (classifyOutcome), a retry scheduled by the retry policy
+ * (Retry-After honoured), 429 and 503 answers slowing the endpoint down. An
+ * attempt aborted at shutdown is given back: not the receiver's doing, so no
+ * attempt is spent.
+ */
+export function resultOf(
+  d: ClaimedDelivery,
+  sent: SendResult,
+  sentAs: { id: string; startedAt: Date; signature: string },
+  p: { now: Date; random: () => number; schedule: RetrySchedule },
+): DeliveryResult {
+  const verdict = classifyOutcome(sent.result);
+  const aborted = sent.result.stage === 'transport' && sent.result.kind === 'aborted';
+  let outcome: ResultOutcome = aborted ? 'given_back' : verdict.verdict === 'success' ? 'succeeded' : 'failed';
+  let error = verdict.error;
+  let retryInMs: number | null = null;
+  const retryAfterMs = parseRetryAfter(sent.result.stage === 'response' ? sent.result.retryAfter : undefined, p.now);
+  if (!aborted && verdict.verdict === 'retry') {
+    const next = nextAttemptAt({ attempt: d.attempt, now: p.now, random: p.random, schedule: p.schedule, retryAfterMs });
+    if (next) [outcome, retryInMs] = ['retry', next.getTime() - p.now.getTime()];
+    else error = `${error}; gave up after ${p.schedule.maxRetries + 1} attempts`;
+  }
+  return {
+    ...unsent(d, outcome, error),
+    retryInMs,
+    status: verdict.status,
+    throttle: verdict.status === 429 || verdict.status === 503 ? { retryAfterMs: retryAfterMs ?? null } : null,
+    attempt: {
+      id: sentAs.id,
+      accountId: d.account_id,
+      endpointId: d.endpoint_id,
+      deliveryId: d.id,
+      eventId: d.event_id,
+      eventType: d.type,
+      attemptNumber: d.attempt,
+      isTest: false,
+      startedAt: sentAs.startedAt,
+      durationMs: sent.durationMs,
+      statusCode: verdict.status,
+      outcome: outcome === 'succeeded' ? 'succeeded' : outcome === 'failed' ? 'failed' : 'retrying',
+      error,
+      url: d.url,
+      signature: sentAs.signature,
+      responseExcerpt: sent.excerpt,
+      testBody: null,
+    },
+  };
+}
+
+const SECRETS_CACHED = 10_000;
+
+/**
+ * Opens endpoints' signing secrets, keeping each with the ciphertext it came
+ * from: a rotation stores a new ciphertext, so the new secret signs the very
+ * next attempt.
+ */
+export function secretOpener(encryptionKey: Buffer): (d: ClaimedDelivery) => string {
+  const secrets = new Map<string, { encrypted: Buffer; secret: string }>();
+  return (d) => {
+    const hit = secrets.get(d.endpoint_id);
+    if (hit?.encrypted.equals(d.secret_encrypted)) return hit.secret;
+    const secret = decryptSecret(encryptionKey, d.secret_encrypted, d.endpoint_id);
+    if (secrets.size >= SECRETS_CACHED) secrets.clear();
+    secrets.set(d.endpoint_id, { encrypted: d.secret_encrypted, secret });
+    return secret;
+  };
+}
