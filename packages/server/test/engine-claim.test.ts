@@ -268,6 +268,15 @@ for (const engine of ENGINES) {
       assert.equal(again.throttle_limit, 4);
     });
 
+    test('many 429s in one recorded batch are one congestion event: the limit halves once, not once per answer', async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 10);
+      const claimed = await claim(db, T0, { endpointCap: 64 });
+      assert.equal(claimed.length, 10);
+      await record(claimed.map((c) => result(c, 'retry', { status: 429, retryAfterMs: 2_000 })), at(100), { endpointCap: 64 });
+      assert.equal((await endpoint(ep)).throttle_limit, 32);
+    });
+
     test('a lost lease: lost_attempts counts it, attempts and the failure streak do not; due again after the back-off; failed after 3', async () => {
       const ep = await addEndpoint({ failureStreak: 5 });
       const [id] = await addDeliveries(ep, 1);

@@ -170,6 +170,10 @@ function endpointChanges(
     let lastError: string | null = null;
     let limit = ep.throttle_limit;
     let throttleMs: number | null = null;
+    // One batch's 429/503 answers are one congestion event (as in AIMD): the
+    // limit halves once for them, not once per answer (ten 429s from requests
+    // that were all in flight together would otherwise cut it 1,024-fold).
+    let halved = false;
     for (const r of results) {
       if (r.endpointId !== ep.id) continue;
       // Only receivers' answers count: a given-back or skipped delivery, or a
@@ -182,7 +186,8 @@ function endpointChanges(
       if (r.throttle) {
         const asked = r.throttle.retryAfterMs ?? THROTTLE_DEFAULT_MS;
         throttleMs = Math.min(THROTTLE_MAX_MS, Math.max(THROTTLE_MIN_MS, asked));
-        limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+        if (!halved) limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+        halved = true;
       } else if (r.status !== null && r.status >= 200 && r.status < 300 && limit !== null) {
         // A slowed-down endpoint that answers 2xx gets one more request in
         // flight, and is back to normal at the cap.
