@@ -126,7 +126,16 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     // Signed now, as it is sent: the timestamp is the send time.
     const startedAt = clock();
     const id = uuidV7(startedAt.getTime());
-    const headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+    let headers: Record<string, string>;
+    try {
+      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+    } catch (err) {
+      // Nothing was sent, and trying again would fail the same way (a signing
+      // secret that does not decrypt, say): the delivery fails now, saying
+      // why, instead of its lease running out and counting as a lost send.
+      log?.error({ err, delivery: d.id, endpoint: d.endpoint_id }, 'the request could not be prepared; the delivery fails');
+      return unsent(d, 'failed', `Herald could not prepare the request: ${(err as Error).message}`);
+    }
     const abort = new AbortController();
     sending.add(abort);
     try {
