@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
-import { claimDeliveries, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
+import { claimDeliveries, giveBackClaim, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
 import { recordResults, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
 import { databaseTime, systemClock } from '../src/core/clock.ts';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
@@ -307,6 +307,21 @@ for (const engine of ENGINES) {
       const e = await endpoint(ep);
       assert.equal(e.failure_streak, 5, 'the streak is left alone');
       assert.equal(e.enabled, true);
+    });
+
+    test('a claim given back leaves in_flight with no loss counted, and one given back before the server runs it takes nothing', async () => {
+      const ep = await addEndpoint();
+      const ids = await addDeliveries(ep, 3);
+      const first = randomUUID();
+      assert.equal((await claimDeliveries(db, { limit: 2, leaseMs: LEASE_MS, endpointCap: 64, originCap: 64, now: T0, claimId: first })).length, 2);
+      assert.equal(await giveBackClaim(db, first), 2);
+      assert.equal(await inFlightTo(ep), 0);
+      for (const id of ids) assert.deepEqual([(await delivery(id)).lost_attempts, (await delivery(id)).state], [0, 'pending']);
+      // The give-back came first (the claim was still on its way to the server): the claim then takes nothing.
+      const late = randomUUID();
+      assert.equal(await giveBackClaim(db, late), 0);
+      assert.deepEqual(await claimDeliveries(db, { limit: 10, leaseMs: LEASE_MS, endpointCap: 64, originCap: 64, now: T0, claimId: late }), []);
+      assert.equal((await claim(db, T0)).length, 3, 'another claim takes them all');
     });
 
     test('reapAllLeases ends every lease at once, as the claim does expired ones', async () => {

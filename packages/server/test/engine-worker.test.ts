@@ -180,6 +180,39 @@ for (const engine of ENGINES) {
       assert.match(rows[0]!.last_error, /^Herald could not prepare the request: signing secret: cannot decrypt/);
     });
 
+    test('a claim that fails on the worker but commits on the server is given back once the database answers: sent at once, no loss counted', async () => {
+      await h.db.query(`UPDATE endpoints SET event_types = '{alarm.resolved}'`);
+      receiver.respond({ status: 204 });
+      receiver.requests.length = 0;
+      const [endpoint] = await endpointsAt(h, receiver, 1);
+      await publish(h, 3, 'unanswered');
+      const config = testDispatcherConfig();
+      const agent = newAgent(config);
+      // The first claim commits, then its answer is lost (a timeout on this side).
+      let claims = 0;
+      const w = worker(h, config, agent, {
+        claim: async (p) => {
+          const got = await claimDeliveries(h.db, p);
+          if (++claims === 1) throw new Error(`query read timeout (${got.length} deliveries leased all the same)`);
+          return got;
+        },
+      });
+      try {
+        await assert.rejects(w.tick(), /query read timeout \(3 deliveries/);
+        const report = await w.tick();
+        assert.deepEqual([report.claimed, report.succeeded], [3, 3], 'claimed again at once, not after the lease');
+      } finally {
+        await w.stop(1_000);
+        await agent.destroy();
+      }
+      assert.equal(receiver.requests.length, 3);
+      const { rows } = await h.db.query<{ state: string; lost_attempts: number; attempts: number; n: number }>(
+        `SELECT state, lost_attempts, attempts, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY 1, 2, 3`,
+        [endpoint],
+      );
+      assert.deepEqual(rows, [{ state: 'succeeded', lost_attempts: 0, attempts: 1, n: 3 }]);
+    });
+
     test('workers killed mid-request are not blamed on the receiver: everything is delivered, the endpoint stays enabled, no attempt is spent', { timeout: 60_000 }, async () => {
       await h.db.query(`UPDATE endpoints SET event_types = '{alarm.resolved}'`);
       receiver.respond({ status: 204, delayMs: 200 });
