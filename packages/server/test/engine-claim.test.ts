@@ -205,6 +205,16 @@ for (const engine of ENGINES) {
       ]);
     });
 
+    test("an origin's room goes to its endpoints in turns: one endpoint's old backlog does not take all of it", async () => {
+      const backlogged = await addEndpoint({ host: 'shared.example.com' });
+      const fresh = await addEndpoint({ host: 'shared.example.com' });
+      await addDeliveries(backlogged, 10, at(-3_600_000));
+      const [due] = await addDeliveries(fresh, 1, at(-1));
+      const claimed = await claim(db, T0, { endpointCap: 2, originCap: 2 });
+      assert.equal(claimed.length, 2);
+      assert.deepEqual(claimed.filter((c) => c.endpoint_id === fresh).map((c) => c.id), [due], 'the fresh endpoint gets a turn');
+    });
+
     test("an endpoint at its cap with a 5,000-row backlog does not hide another endpoint's due row", async () => {
       const busy = await addEndpoint();
       const quiet = await addEndpoint();

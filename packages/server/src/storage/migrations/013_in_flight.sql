@@ -204,8 +204,12 @@ BEGIN
      ) c
      WHERE er.room > 0
   ), within_origin AS (
-    -- An origin's room goes to the oldest due rows of all its endpoints.
-    SELECT c.*, row_number() OVER (PARTITION BY c.origin ORDER BY c.next_attempt_at, c.id) AS nth_of_origin
+    -- An origin's room goes to its endpoints in turns (each one's oldest due
+    -- row, then each one's second, …), each turn oldest first: strictly by
+    -- due time, an endpoint with an old backlog took all of the origin's room
+    -- at every claim, and the others behind the same origin waited for the
+    -- whole backlog to clear.
+    SELECT c.*, row_number() OVER (PARTITION BY c.origin ORDER BY c.nth_of_endpoint, c.next_attempt_at, c.id) AS nth_of_origin
       FROM candidates c
   ), chosen AS MATERIALIZED (
     -- Across endpoints, in turns: every endpoint's first row, then every
