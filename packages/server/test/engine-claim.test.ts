@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
 import { claimDeliveries, giveBackClaim, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
-import { recordResults, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
+import { recordResults, skipPendingDeliveries, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
 import { databaseTime, systemClock } from '../src/core/clock.ts';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
 import { createTestClock } from './helpers/clock.ts';
@@ -397,6 +397,32 @@ for (const engine of ENGINES) {
         ['skipped', 3],
       ]);
       assert.equal(await inFlightTo(ep), 0);
+    });
+
+    test('recording and disabling an endpoint by hand lock in one order (the endpoint first): they wait for each other instead of deadlocking', { skip: engine !== 'postgres' }, async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 3);
+      const claimed = await claim(db, T0);
+      let recording: Promise<unknown> | undefined;
+      await other.transaction(async (tx) => {
+        // The disable (endpoint-state.ts): the endpoint first, then its pending deliveries.
+        await tx.query(`UPDATE endpoints SET enabled = false WHERE id = $1`, [ep]);
+        recording = record(claimed.map((c) => result(c, 'retry', { retryInMs: 1_000 })), at(1000));
+        // Until the recording waits for a lock (bounded).
+        for (let i = 0; ; i++) {
+          const { rows } = await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0]!.n > 0) break;
+          assert.ok(i < 500, 'the recording never waited for the disable');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await skipPendingDeliveries(tx, [ep], at(1000));
+      });
+      const written = (await recording) as { applied: Set<string> };
+      assert.equal(written.applied.size, 0, 'the disable came first: the results are late');
+      const states = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state`, [ep]);
+      assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
     });
 
     test('with now: null, leases and due times follow the database clock, whatever the caller thinks the time is', async () => {
