@@ -137,7 +137,7 @@ for (const engine of ENGINES) {
     const endpoint = async (id: string) =>
       (
         await db.query<{ failure_streak: number; enabled: boolean; disabled_reason: string | null; throttled_until: Date | null; throttle_limit: number | null; rate_tat: Date | null }>(
-          'SELECT failure_streak, enabled, disabled_reason, throttled_until, throttle_limit, rate_tat FROM endpoints WHERE id = $1',
+          'SELECT failure_streak, enabled, disabled_reason, throttled_until, throttle_limit, (SELECT tat FROM endpoint_rates WHERE endpoint_id = id) AS rate_tat FROM endpoints WHERE id = $1',
           [id],
         )
       ).rows[0]!;
@@ -421,6 +421,33 @@ for (const engine of ENGINES) {
       });
       const written = (await recording) as { applied: Set<string> };
       assert.equal(written.applied.size, 0, 'the disable came first: the results are late');
+      const states = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state`, [ep]);
+      assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
+    });
+
+    test('a claim that takes a rate-limited endpoint\'s deliveries while it is being disabled does not deadlock with the disable', { skip: engine !== 'postgres' }, async () => {
+      const ep = await addEndpoint({ rateLimit: 100 });
+      await addDeliveries(ep, 3);
+      let claiming: Promise<ClaimedDelivery[]> | undefined;
+      await other.transaction(async (tx) => {
+        // The disable (endpoint-state.ts): the endpoint first, then its pending deliveries.
+        await tx.query(`UPDATE endpoints SET enabled = false WHERE id = $1`, [ep]);
+        claiming = claim(db, T0);
+        let done = false;
+        void claiming.then(() => (done = true), () => (done = true));
+        // Until the claim has finished or waits for a lock (bounded).
+        for (let i = 0; !done; i++) {
+          const { rows } = await tx.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0]!.n > 0) break;
+          assert.ok(i < 500, 'the claim neither finished nor waited');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await skipPendingDeliveries(tx, [ep], T0);
+      });
+      assert.equal((await claiming!).length, 3, 'the claim took them before the disable committed');
+      assert.equal(await inFlightTo(ep), 0, 'the disable ended their leases');
       const states = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state`, [ep]);
       assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
     });

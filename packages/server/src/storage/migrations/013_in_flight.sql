@@ -41,6 +41,19 @@ CREATE TABLE claims_given_back (
 
 ALTER TABLE deliveries ADD COLUMN lost_attempts integer NOT NULL DEFAULT 0;
 
+-- The rate limiter's state (GCRA's theoretical arrival time) moves to a
+-- table of its own, which only claims write. Kept on the endpoint's row, the
+-- claim had to lock that row after locking the deliveries it took, while
+-- disabling an endpoint (by hand, or by its failure streak) locks the row
+-- first and then its pending deliveries: each held what the other waited
+-- for. Claims take turns, so nothing else waits on these rows.
+CREATE TABLE endpoint_rates (
+  endpoint_id  uuid PRIMARY KEY,
+  tat          timestamptz NOT NULL
+);
+INSERT INTO endpoint_rates (endpoint_id, tat) SELECT id, rate_tat FROM endpoints WHERE rate_tat IS NOT NULL;
+ALTER TABLE endpoints DROP COLUMN rate_tat;
+
 -- Deliveries leased by an older Herald come due when their lease would have
 -- ended, as they read before.
 UPDATE deliveries SET next_attempt_at = lease_until WHERE state = 'pending' AND lease_until > next_attempt_at;
@@ -162,16 +175,17 @@ BEGIN
     -- and origin caps, lowered while it is slowed down) less what is in
     -- flight to it; nothing while a 429/503 answer's Retry-After runs; and
     -- no more than its rate limit allows (GCRA: one second's worth of burst).
-    SELECT ep.id AS endpoint_id, ep.origin, ep.rate_limit, ep.rate_tat, COALESCE(b.ids, '{}') AS in_flight_ids,
+    SELECT ep.id AS endpoint_id, ep.origin, ep.rate_limit, rt.tat AS rate_tat, COALESCE(b.ids, '{}') AS in_flight_ids,
            CASE WHEN ep.throttled_until > v_now THEN 0
                 ELSE GREATEST(0, LEAST(
                   LEAST(p_endpoint_cap, p_origin_cap, COALESCE(ep.throttle_limit, p_endpoint_cap)) - COALESCE(b.n, 0),
                   CASE WHEN ep.rate_limit IS NULL THEN p_limit
-                       ELSE floor(extract(epoch FROM v_now + interval '1 second' - GREATEST(ep.rate_tat, v_now)) * ep.rate_limit)::int
+                       ELSE floor(extract(epoch FROM v_now + interval '1 second' - GREATEST(rt.tat, v_now)) * ep.rate_limit)::int
                   END))
            END AS room
       FROM waiting w
       JOIN endpoints ep ON ep.id = w.endpoint_id
+      LEFT JOIN endpoint_rates rt ON rt.endpoint_id = ep.id
       LEFT JOIN busy b ON b.endpoint_id = ep.id
   ), origin_room AS (
     SELECT r.origin, p_origin_cap - COALESCE(ob.n, 0) AS room
@@ -220,12 +234,15 @@ BEGIN
      ORDER BY o.nth_of_endpoint, o.next_attempt_at, o.id
      LIMIT p_limit
   ), rated AS (
-    -- The rate limiter's state moves on by what was taken.
-    UPDATE endpoints ep
-       SET rate_tat = GREATEST(ep.rate_tat, v_now) + t.n * interval '1 second' / ep.rate_limit
+    -- The rate limiter's state moves on by what was taken (in its own
+    -- table: the endpoint's row is not locked, see endpoint_rates above).
+    INSERT INTO endpoint_rates AS rt (endpoint_id, tat)
+    SELECT er.endpoint_id, GREATEST(er.rate_tat, v_now) + t.n * interval '1 second' / er.rate_limit
       FROM (SELECT ch.endpoint_id, count(*)::int AS n FROM chosen ch GROUP BY ch.endpoint_id) t
-     WHERE ep.id = t.endpoint_id AND ep.rate_limit IS NOT NULL
-    RETURNING ep.id
+      JOIN endpoint_room er ON er.endpoint_id = t.endpoint_id
+     WHERE er.rate_limit IS NOT NULL
+    ON CONFLICT (endpoint_id) DO UPDATE SET tat = EXCLUDED.tat
+    RETURNING rt.endpoint_id
   ), leased AS (
     INSERT INTO in_flight (delivery_id, endpoint_id, origin, claim_id, lease_token, lease_until)
     SELECT ch.id, ch.endpoint_id, ch.origin, COALESCE(p_claim_id, gen_random_uuid()), nextval('delivery_lease_token'), v_now + p_lease_ms * interval '1 millisecond'
