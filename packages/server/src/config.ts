@@ -328,8 +328,9 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     },
     dispatcher: {
       concurrency,
-      // Unset, it follows a lowered HERALD_CONCURRENCY down instead of exceeding it.
-      endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, Math.min(64, concurrency), 1, 1_000),
+      // Across all workers, so it is not bounded by one worker's HERALD_CONCURRENCY:
+      // four workers of 16 may well keep 32 requests in flight to one endpoint.
+      endpointConcurrency: integer('HERALD_ENDPOINT_CONCURRENCY', env.HERALD_ENDPOINT_CONCURRENCY, 64, 1, 1_000),
       originConcurrency: integer('HERALD_ORIGIN_CONCURRENCY', env.HERALD_ORIGIN_CONCURRENCY, 64, 1, 1_000),
       leaseMs: integer('HERALD_LEASE_MS', env.HERALD_LEASE_MS, 60_000, 15_000, 3_600_000),
       pollMs: integer('HERALD_POLL_MS', env.HERALD_POLL_MS, 1_000, 10, 60_000),
@@ -344,9 +345,6 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       },
     },
   };
-  if (config.dispatcher.endpointConcurrency > config.dispatcher.concurrency) {
-    throw new ConfigError('HERALD_ENDPOINT_CONCURRENCY', `must not exceed HERALD_CONCURRENCY (${config.dispatcher.concurrency})`);
-  }
   // What failed is what an operator comes back for: it is never dropped before what succeeded.
   if (config.retention.undeliveredDays < config.retention.succeededDays) {
     throw new ConfigError('HERALD_RETENTION_UNDELIVERED_DAYS', `must not be less than HERALD_RETENTION_DAYS (${config.retention.succeededDays})`);

@@ -129,7 +129,7 @@ if (ENGINES.includes('postgres')) {
       const event = alarm();
       let publish: Promise<unknown> | undefined;
       await deleteInSteps(gone, async () => {
-        publish = insertEventsWithDeliveries(h.db, [event]);
+        publish = insertEventsWithDeliveries(h.db, [event], h.clock.now());
         await waitingOrDone(publish);
       });
       await publish;
@@ -145,7 +145,7 @@ if (ENGINES.includes('postgres')) {
      */
     async function sentTo(endpointId: string, lostLease: boolean): Promise<Parameters<typeof recordResults>[1]> {
       const event = alarm();
-      await insertEventsWithDeliveries(h.db, [event]);
+      await insertEventsWithDeliveries(h.db, [event], h.clock.now());
       const now = h.clock.now();
       const claim = (await claimDeliveries(h.db, { now, limit: 100, leaseMs: 60_000, endpointCap: 100, originCap: 100 })).find((c) => c.endpoint_id === endpointId);
       assert.ok(claim, 'the delivery to the endpoint is claimed');
@@ -215,7 +215,7 @@ if (ENGINES.includes('postgres')) {
     test('a delete that deadlocks with a recorder holding one of its deliveries starts over, and both finish', async () => {
       const gone = await endpoint();
       const event = alarm();
-      await insertEventsWithDeliveries(h.db, [event]);
+      await insertEventsWithDeliveries(h.db, [event], h.clock.now());
       const { rows } = await h.db.query<{ id: string }>('SELECT id FROM deliveries WHERE endpoint_id = $1', [gone]);
       // A recorder's transaction has locked the delivery (it logs an attempt of it)…
       await other.query('BEGIN');

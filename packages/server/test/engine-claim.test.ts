@@ -3,8 +3,8 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import type { Db, Queryable } from '../src/storage/db.ts';
 import { openPostgres } from '../src/storage/postgres.ts';
-import { claimDeliveries, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
-import { recordResults, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
+import { claimDeliveries, giveBackClaim, nextDueIn, reapAllLeases, type ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
+import { recordResults, skipPendingDeliveries, type AttemptRecord, type DeliveryResult, type ResultOutcome } from '../src/storage/queries/record-results.ts';
 import { databaseTime, systemClock } from '../src/core/clock.ts';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
 import { createTestClock } from './helpers/clock.ts';
@@ -137,7 +137,7 @@ for (const engine of ENGINES) {
     const endpoint = async (id: string) =>
       (
         await db.query<{ failure_streak: number; enabled: boolean; disabled_reason: string | null; throttled_until: Date | null; throttle_limit: number | null; rate_tat: Date | null }>(
-          'SELECT failure_streak, enabled, disabled_reason, throttled_until, throttle_limit, rate_tat FROM endpoints WHERE id = $1',
+          'SELECT failure_streak, enabled, disabled_reason, throttled_until, throttle_limit, (SELECT tat FROM endpoint_rates WHERE endpoint_id = id) AS rate_tat FROM endpoints WHERE id = $1',
           [id],
         )
       ).rows[0]!;
@@ -205,6 +205,16 @@ for (const engine of ENGINES) {
       ]);
     });
 
+    test("an origin's room goes to its endpoints in turns: one endpoint's old backlog does not take all of it", async () => {
+      const backlogged = await addEndpoint({ host: 'shared.example.com' });
+      const fresh = await addEndpoint({ host: 'shared.example.com' });
+      await addDeliveries(backlogged, 10, at(-3_600_000));
+      const [due] = await addDeliveries(fresh, 1, at(-1));
+      const claimed = await claim(db, T0, { endpointCap: 2, originCap: 2 });
+      assert.equal(claimed.length, 2);
+      assert.deepEqual(claimed.filter((c) => c.endpoint_id === fresh).map((c) => c.id), [due], 'the fresh endpoint gets a turn');
+    });
+
     test("an endpoint at its cap with a 5,000-row backlog does not hide another endpoint's due row", async () => {
       const busy = await addEndpoint();
       const quiet = await addEndpoint();
@@ -268,6 +278,15 @@ for (const engine of ENGINES) {
       assert.equal(again.throttle_limit, 4);
     });
 
+    test('many 429s in one recorded batch are one congestion event: the limit halves once, not once per answer', async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 10);
+      const claimed = await claim(db, T0, { endpointCap: 64 });
+      assert.equal(claimed.length, 10);
+      await record(claimed.map((c) => result(c, 'retry', { status: 429, retryAfterMs: 2_000 })), at(100), { endpointCap: 64 });
+      assert.equal((await endpoint(ep)).throttle_limit, 32);
+    });
+
     test('a lost lease: lost_attempts counts it, attempts and the failure streak do not; due again after the back-off; failed after 3', async () => {
       const ep = await addEndpoint({ failureStreak: 5 });
       const [id] = await addDeliveries(ep, 1);
@@ -298,6 +317,21 @@ for (const engine of ENGINES) {
       const e = await endpoint(ep);
       assert.equal(e.failure_streak, 5, 'the streak is left alone');
       assert.equal(e.enabled, true);
+    });
+
+    test('a claim given back leaves in_flight with no loss counted, and one given back before the server runs it takes nothing', async () => {
+      const ep = await addEndpoint();
+      const ids = await addDeliveries(ep, 3);
+      const first = randomUUID();
+      assert.equal((await claimDeliveries(db, { limit: 2, leaseMs: LEASE_MS, endpointCap: 64, originCap: 64, now: T0, claimId: first })).length, 2);
+      assert.equal(await giveBackClaim(db, first), 2);
+      assert.equal(await inFlightTo(ep), 0);
+      for (const id of ids) assert.deepEqual([(await delivery(id)).lost_attempts, (await delivery(id)).state], [0, 'pending']);
+      // The give-back came first (the claim was still on its way to the server): the claim then takes nothing.
+      const late = randomUUID();
+      assert.equal(await giveBackClaim(db, late), 0);
+      assert.deepEqual(await claimDeliveries(db, { limit: 10, leaseMs: LEASE_MS, endpointCap: 64, originCap: 64, now: T0, claimId: late }), []);
+      assert.equal((await claim(db, T0)).length, 3, 'another claim takes them all');
     });
 
     test('reapAllLeases ends every lease at once, as the claim does expired ones', async () => {
@@ -363,6 +397,59 @@ for (const engine of ENGINES) {
         ['skipped', 3],
       ]);
       assert.equal(await inFlightTo(ep), 0);
+    });
+
+    test('recording and disabling an endpoint by hand lock in one order (the endpoint first): they wait for each other instead of deadlocking', { skip: engine !== 'postgres' }, async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 3);
+      const claimed = await claim(db, T0);
+      let recording: Promise<unknown> | undefined;
+      await other.transaction(async (tx) => {
+        // The disable (endpoint-state.ts): the endpoint first, then its pending deliveries.
+        await tx.query(`UPDATE endpoints SET enabled = false WHERE id = $1`, [ep]);
+        recording = record(claimed.map((c) => result(c, 'retry', { retryInMs: 1_000 })), at(1000));
+        // Until the recording waits for a lock (bounded).
+        for (let i = 0; ; i++) {
+          const { rows } = await db.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0]!.n > 0) break;
+          assert.ok(i < 500, 'the recording never waited for the disable');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await skipPendingDeliveries(tx, [ep], at(1000));
+      });
+      const written = (await recording) as { applied: Set<string> };
+      assert.equal(written.applied.size, 0, 'the disable came first: the results are late');
+      const states = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state`, [ep]);
+      assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
+    });
+
+    test('a claim that takes a rate-limited endpoint\'s deliveries while it is being disabled does not deadlock with the disable', { skip: engine !== 'postgres' }, async () => {
+      const ep = await addEndpoint({ rateLimit: 100 });
+      await addDeliveries(ep, 3);
+      let claiming: Promise<ClaimedDelivery[]> | undefined;
+      await other.transaction(async (tx) => {
+        // The disable (endpoint-state.ts): the endpoint first, then its pending deliveries.
+        await tx.query(`UPDATE endpoints SET enabled = false WHERE id = $1`, [ep]);
+        claiming = claim(db, T0);
+        let done = false;
+        void claiming.then(() => (done = true), () => (done = true));
+        // Until the claim has finished or waits for a lock (bounded).
+        for (let i = 0; !done; i++) {
+          const { rows } = await tx.query<{ n: number }>(
+            `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0]!.n > 0) break;
+          assert.ok(i < 500, 'the claim neither finished nor waited');
+          await new Promise((r) => setTimeout(r, 10));
+        }
+        await skipPendingDeliveries(tx, [ep], T0);
+      });
+      assert.equal((await claiming!).length, 3, 'the claim took them before the disable committed');
+      assert.equal(await inFlightTo(ep), 0, 'the disable ended their leases');
+      const states = await db.query<{ state: string; n: number }>(`SELECT state, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY state`, [ep]);
+      assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
     });
 
     test('with now: null, leases and due times follow the database clock, whatever the caller thinks the time is', async () => {

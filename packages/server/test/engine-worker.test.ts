@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { systemClock } from '../src/core/clock.ts';
+import { encryptSecret } from '../src/core/secrets.ts';
 import { createDispatcher, type Dispatcher, type DispatcherParts } from '../src/dispatcher/dispatcher.ts';
 import { databaseParts } from '../src/dispatcher/parts.ts';
 import { createAgent } from '../src/outbound/agent.ts';
@@ -149,6 +150,67 @@ for (const engine of ENGINES) {
         [endpoint],
       );
       assert.deepEqual(rows, [{ state: 'pending', attempts: 0, logged: 1 }], 'still pending for the next worker; the request sent is logged');
+    });
+
+    test('a signing secret that does not decrypt fails the delivery at once, saying why, instead of leaving it to count as lost', async () => {
+      await h.db.query(`UPDATE endpoints SET event_types = '{alarm.resolved}'`);
+      receiver.respond({ status: 204 });
+      receiver.requests.length = 0;
+      const [endpoint] = await endpointsAt(h, receiver, 1);
+      // Sealed under another key: it does not decrypt under the worker's.
+      await h.db.query(`UPDATE endpoints SET secret_encrypted = $2 WHERE id = $1`, [endpoint, encryptSecret(Buffer.alloc(32, 9), 'whsec_other', endpoint!)]);
+      await publish(h, 1, 'undecryptable');
+      const config = testDispatcherConfig();
+      const agent = newAgent(config);
+      const w = worker(h, config, agent);
+      try {
+        const report = await w.tick();
+        assert.deepEqual([report.claimed, report.failed], [1, 1]);
+      } finally {
+        await w.stop(1_000);
+        await agent.destroy();
+      }
+      assert.equal(receiver.requests.length, 0, 'nothing was sent');
+      const { rows } = await h.db.query<{ state: string; last_error: string; lost_attempts: number; in_flight: boolean }>(
+        `SELECT state, last_error, lost_attempts, EXISTS (SELECT 1 FROM in_flight f WHERE f.delivery_id = d.id) AS in_flight FROM deliveries d WHERE endpoint_id = $1`,
+        [endpoint],
+      );
+      assert.equal(rows.length, 1);
+      assert.deepEqual([rows[0]!.state, rows[0]!.lost_attempts, rows[0]!.in_flight], ['failed', 0, false]);
+      assert.match(rows[0]!.last_error, /^Herald could not prepare the request: signing secret: cannot decrypt/);
+    });
+
+    test('a claim that fails on the worker but commits on the server is given back once the database answers: sent at once, no loss counted', async () => {
+      await h.db.query(`UPDATE endpoints SET event_types = '{alarm.resolved}'`);
+      receiver.respond({ status: 204 });
+      receiver.requests.length = 0;
+      const [endpoint] = await endpointsAt(h, receiver, 1);
+      await publish(h, 3, 'unanswered');
+      const config = testDispatcherConfig();
+      const agent = newAgent(config);
+      // The first claim commits, then its answer is lost (a timeout on this side).
+      let claims = 0;
+      const w = worker(h, config, agent, {
+        claim: async (p) => {
+          const got = await claimDeliveries(h.db, p);
+          if (++claims === 1) throw new Error(`query read timeout (${got.length} deliveries leased all the same)`);
+          return got;
+        },
+      });
+      try {
+        await assert.rejects(w.tick(), /query read timeout \(3 deliveries/);
+        const report = await w.tick();
+        assert.deepEqual([report.claimed, report.succeeded], [3, 3], 'claimed again at once, not after the lease');
+      } finally {
+        await w.stop(1_000);
+        await agent.destroy();
+      }
+      assert.equal(receiver.requests.length, 3);
+      const { rows } = await h.db.query<{ state: string; lost_attempts: number; attempts: number; n: number }>(
+        `SELECT state, lost_attempts, attempts, count(*)::int AS n FROM deliveries WHERE endpoint_id = $1 GROUP BY 1, 2, 3`,
+        [endpoint],
+      );
+      assert.deepEqual(rows, [{ state: 'succeeded', lost_attempts: 0, attempts: 1, n: 3 }]);
     });
 
     test('workers killed mid-request are not blamed on the receiver: everything is delivered, the endpoint stays enabled, no attempt is spent', { timeout: 60_000 }, async () => {

@@ -1,5 +1,6 @@
 import type { DispatcherConfig } from '../config.ts';
 import { databaseTime, unixSeconds, type Clock } from '../core/clock.ts';
+import { randomUUID } from 'node:crypto';
 import { uuidV7 } from '../core/ids.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import type { Send } from '../outbound/send.ts';
@@ -34,6 +35,8 @@ export interface DispatcherParts {
   /** Opens signing secrets. */
   encryptionKey: Buffer;
   claim(p: Parameters<typeof claimDeliveries>[1]): Promise<ClaimedDelivery[]>;
+  /** Gives back a claim whose answer never came (`giveBackClaim`): it may have committed all the same. */
+  giveBack(claimId: string): Promise<unknown>;
   /** Milliseconds until the next delivery not in flight comes due (`nextDueIn`). */
   nextDueIn(now: Date | null): Promise<number | undefined>;
   send: Send;
@@ -92,6 +95,10 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
   // A wake-up came in since the loop last looked: it claims again instead of waiting.
   let woken = false;
   let endWait: (() => void) | undefined;
+  // Claims that failed on this side: the server may have committed them all
+  // the same, leasing deliveries no one here will send. Each is given back
+  // before the next claim, retried (with the claims' back-off) until it is.
+  const unanswered: string[] = [];
 
   function wake(): void {
     woken = true;
@@ -126,7 +133,16 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     // Signed now, as it is sent: the timestamp is the send time.
     const startedAt = clock();
     const id = uuidV7(startedAt.getTime());
-    const headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+    let headers: Record<string, string>;
+    try {
+      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+    } catch (err) {
+      // Nothing was sent, and trying again would fail the same way (a signing
+      // secret that does not decrypt, say): the delivery fails now, saying
+      // why, instead of its lease running out and counting as a lost send.
+      log?.error({ err, delivery: d.id, endpoint: d.endpoint_id }, 'the request could not be prepared; the delivery fails');
+      return unsent(d, 'failed', `Herald could not prepare the request: ${(err as Error).message}`);
+    }
     const abort = new AbortController();
     sending.add(abort);
     try {
@@ -167,12 +183,28 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     return inFlight === 0 ? Promise.resolve() : new Promise((r) => settledWaiters.push(r));
   }
 
+  /** Gives back the claims whose answers never came; throws (and keeps the rest) if the database still does not answer. */
+  async function giveBackUnanswered(): Promise<void> {
+    while (unanswered.length > 0) {
+      await parts.giveBack(unanswered[0]!);
+      unanswered.shift();
+    }
+  }
+
   /** Claims up to `limit` deliveries and starts each at once; returns how many it got. */
   async function claimAndStart(limit: number, report?: TickReport): Promise<number> {
     if (paused || limit <= 0) return 0;
+    await giveBackUnanswered();
     // The lease is counted from before the claim: it cannot have started earlier.
     const claimedAt = performance.now();
-    const claimed = await parts.claim({ limit, leaseMs: config.leaseMs, endpointCap: config.endpointConcurrency, originCap: config.originConcurrency, now: databaseTime(clock) });
+    const claimId = randomUUID();
+    let claimed: ClaimedDelivery[];
+    try {
+      claimed = await parts.claim({ limit, leaseMs: config.leaseMs, endpointCap: config.endpointConcurrency, originCap: config.originConcurrency, now: databaseTime(clock), claimId });
+    } catch (err) {
+      unanswered.push(claimId);
+      throw err;
+    }
     inFlight += claimed.length;
     let slice = 0;
     for (const d of claimed) {
@@ -214,7 +246,10 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     await within(unlisten?.().catch(() => {}) ?? Promise.resolve(), graceLeft());
     await within(looping ?? Promise.resolve(), graceLeft());
     if (!(await within(settled(), graceLeft()))) for (const a of sending) a.abort();
-    if (!(await within(settled(), RESULTS_BOUND_MS))) log?.error({ unwritten: recorder.waiting }, 'results could not be written before shutdown; those deliveries are sent again once their leases run out');
+    const resultsWritten = within(settled(), RESULTS_BOUND_MS);
+    // Best effort: a claim not given back is reaped when its leases run out.
+    await within(giveBackUnanswered().catch(() => {}), RESULTS_BOUND_MS);
+    if (!(await resultsWritten)) log?.error({ unwritten: recorder.waiting }, 'results could not be written before shutdown; those deliveries are sent again once their leases run out');
     recorder.close();
   }
 

@@ -1,6 +1,6 @@
 import type { AccountLimits, RetentionConfig } from '../config.ts';
 import type { AddressPolicy } from '../core/address-policy.ts';
-import type { Clock } from '../core/clock.ts';
+import { databaseTime, type Clock } from '../core/clock.ts';
 import { UuidV7Maker } from '../core/ids.ts';
 import { PasswordHasher } from '../core/passwords.ts';
 import { SchemaValidator } from '../core/schema-validator.ts';
@@ -74,7 +74,7 @@ export function createServiceDeps(options: ServiceDepsOptions): ServiceDeps {
     apiKeys: new ApiKeyCache(),
     catalog: new EventCatalog(db),
     newWork,
-    publishQueue: new PublishQueue(db, newWork),
+    publishQueue: new PublishQueue(db, newWork, { now: () => databaseTime(options.clock) }),
     ids: new UuidV7Maker(),
   };
 }

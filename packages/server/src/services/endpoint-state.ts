@@ -1,4 +1,5 @@
 import { HeraldError, invalidField } from '../errors.ts';
+import { databaseTime } from '../core/clock.ts';
 import { countRecoverable, recoverDeliveries } from '../storage/queries/deliveries.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
@@ -60,7 +61,7 @@ export async function recoverEndpoint(
     if (!endpoint.enabled) {
       throw new HeraldError('endpoint_disabled', 'the endpoint is disabled, so recovered deliveries would be skipped again; re-enable it first (POST /v1/endpoints/{id}/enable)');
     }
-    return recoverDeliveries(tx, { accountId, endpointId: id, since, now });
+    return recoverDeliveries(tx, { accountId, endpointId: id, since, now: databaseTime(deps.clock) });
   });
   if (!dryRun && count > 0) deps.newWork.announce();
   return { since, dry_run: dryRun, count };

@@ -1,5 +1,6 @@
 import { HeraldError, type FieldError } from '../errors.ts';
 import { requestHash, serialiseEnvelope } from '../core/envelope.ts';
+import { databaseTime } from '../core/clock.ts';
 import { isUuid } from '../core/ids.ts';
 import { checkFanOut } from './fan-out-limits.ts';
 import { eventKey, getEvents, insertEventsWithDeliveries, type EventRow, type NewEvent } from '../storage/queries/events.ts';
@@ -123,7 +124,7 @@ export async function publishEvents(
   // it: its own transaction. Results keep the input order.
   let pending = 0;
   const published = await deps.db.transaction(async (tx) => {
-    const result = await insertEventsWithDeliveries(tx, rows);
+    const result = await insertEventsWithDeliveries(tx, rows, databaseTime(deps.clock));
     pending = result.pending;
     return answer(tx, new Set(checked.filter((e) => result.inserted.has(eventKey(accountId, e.id))).map((e) => e.id)));
   });

@@ -36,7 +36,13 @@ export class PublishQueue {
   constructor(
     private readonly db: Db,
     private readonly newWork: NewWork,
-    private readonly options: { inFlight?: number; rowsPerStatement?: number; bytesPerStatement?: number } = {},
+    private readonly options: {
+      inFlight?: number;
+      rowsPerStatement?: number;
+      bytesPerStatement?: number;
+      /** When the deliveries come due (`databaseTime`): the database's now unless given. */
+      now?: () => Date | null;
+    } = {},
   ) {}
 
   /** Resolves once the event is stored: true when it was inserted, false when its id was stored before. */
@@ -76,6 +82,7 @@ export class PublishQueue {
       result = await insertEventsWithDeliveries(
         this.db,
         batch.map((w) => w.event),
+        this.options.now?.() ?? null,
       );
     } catch (err) {
       if (batch.length === 1 || !aboutRows(err)) {

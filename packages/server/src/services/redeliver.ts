@@ -5,6 +5,7 @@ import { lockEndpoint } from '../storage/queries/endpoints.ts';
 import { getEventForNewDelivery } from '../storage/queries/events.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
+import { databaseTime } from '../core/clock.ts';
 import { isUuid } from '../core/ids.ts';
 
 
@@ -19,7 +20,6 @@ import { isUuid } from '../core/ids.ts';
 export async function redeliverEvent(deps: ServiceDeps, accountId: string, eventId: string, input: { endpoint_id?: unknown }): Promise<DeliveryRow> {
   const endpointId = input.endpoint_id;
   if (!isUuid(endpointId)) throw invalidField('endpoint_id', 'must be the id of one of your endpoints');
-  const now = deps.clock();
   const delivery = await deps.db.transaction(async (tx) => {
     const event = await getEventForNewDelivery(tx, accountId, eventId);
     if (!event) throw new HeraldError('not_found', `no event with id ${eventId} in this account`);
@@ -30,10 +30,10 @@ export async function redeliverEvent(deps: ServiceDeps, accountId: string, event
       throw new HeraldError('not_subscribed', `the endpoint does not subscribe to "${event.type}"; add the type to its event_types first`);
     }
     const existing = await lockDelivery(tx, { accountId, eventId, endpointId });
-    if (!existing) return insertDelivery(tx, { accountId, eventId, endpointId, now });
+    if (!existing) return insertDelivery(tx, { accountId, eventId, endpointId, now: databaseTime(deps.clock) });
     // In flight (a worker is sending it): a second copy now would be a duplicate the receiver did not cause.
     if (existing.state === 'pending' && existing.in_flight) return existing;
-    return requeueDelivery(tx, existing.id, now);
+    return requeueDelivery(tx, existing.id, databaseTime(deps.clock));
   });
   deps.newWork.announce();
   return delivery;

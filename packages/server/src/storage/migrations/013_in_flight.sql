@@ -16,15 +16,43 @@
 -- nothing to its endpoint's failure streak. lost_attempts counts those lost
 -- sends instead: after three the delivery fails, so a delivery that kills
 -- every worker that sends it cannot kill them forever.
+--
+-- claim_id names the claim that added the row: a worker whose claim failed
+-- on its side (a timeout) cannot know whether the claim committed on the
+-- server (a frozen database that resumes runs it all the same), so once the
+-- database answers again it gives that claim back: its rows go, with no loss
+-- counted, instead of waiting out their lease and being reaped as lost sends
+-- that no worker ever made. claims_given_back remembers the claims given
+-- back, so that one the server has not yet run when the give-back comes
+-- takes nothing when it does.
 CREATE TABLE in_flight (
   delivery_id  uuid PRIMARY KEY,
   endpoint_id  uuid NOT NULL,
   origin       text NOT NULL,
+  claim_id     uuid NOT NULL DEFAULT gen_random_uuid(),
   lease_token  bigint NOT NULL,
   lease_until  timestamptz NOT NULL
 );
 
+CREATE TABLE claims_given_back (
+  claim_id       uuid PRIMARY KEY,
+  given_back_at  timestamptz NOT NULL
+);
+
 ALTER TABLE deliveries ADD COLUMN lost_attempts integer NOT NULL DEFAULT 0;
+
+-- The rate limiter's state (GCRA's theoretical arrival time) moves to a
+-- table of its own, which only claims write. Kept on the endpoint's row, the
+-- claim had to lock that row after locking the deliveries it took, while
+-- disabling an endpoint (by hand, or by its failure streak) locks the row
+-- first and then its pending deliveries: each held what the other waited
+-- for. Claims take turns, so nothing else waits on these rows.
+CREATE TABLE endpoint_rates (
+  endpoint_id  uuid PRIMARY KEY,
+  tat          timestamptz NOT NULL
+);
+INSERT INTO endpoint_rates (endpoint_id, tat) SELECT id, rate_tat FROM endpoints WHERE rate_tat IS NOT NULL;
+ALTER TABLE endpoints DROP COLUMN rate_tat;
 
 -- Deliveries leased by an older Herald come due when their lease would have
 -- ended, as they read before.
@@ -71,13 +99,35 @@ BEGIN
 END
 $$;
 
+-- Gives back a claim the worker never saw the answer to: deletes its
+-- in_flight rows (the deliveries are due again as they were, with no loss
+-- counted) and notes the claim, so that if the server runs it only now, it
+-- takes nothing. Under the claims' lock: a claim still running is waited
+-- for. Notes older than a day go: no claim waits that long to run.
+CREATE FUNCTION herald_give_back_claim(p_claim_id uuid)
+RETURNS integer
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  v_given_back integer;
+BEGIN
+  PERFORM pg_advisory_xact_lock(104101114097108100);
+  DELETE FROM claims_given_back WHERE given_back_at < now() - interval '1 day';
+  INSERT INTO claims_given_back (claim_id, given_back_at) VALUES (p_claim_id, now()) ON CONFLICT (claim_id) DO NOTHING;
+  DELETE FROM in_flight f WHERE f.claim_id = p_claim_id;
+  GET DIAGNOSTICS v_given_back = ROW_COUNT;
+  RETURN v_given_back;
+END
+$$;
+
 -- The claim. p_now is NULL in production (the database's clock; tests pass
 -- their own), p_lease_ms the lease, p_endpoint_cap and p_origin_cap the most
--- deliveries in flight to one endpoint and to one origin across all workers.
+-- deliveries in flight to one endpoint and to one origin across all workers,
+-- p_claim_id the claim's name (see claims_given_back above).
 -- It always uses its generic plan, as the claim of migration 006 did (the
 -- notes there say why): every access below is by key or in index order, so
 -- the plan's shape does not depend on the values.
-CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int)
+CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int, p_claim_id uuid DEFAULT NULL)
 RETURNS TABLE (id uuid, account_id uuid, event_id uuid, endpoint_id uuid, attempt int, lease_token bigint, type text,
                body text, url text, origin text, secret_encrypted bytea, enabled boolean)
 LANGUAGE plpgsql VOLATILE ROWS 64
@@ -91,6 +141,11 @@ BEGIN
   -- "herald" in ASCII). The counts of in_flight below are then exact, and
   -- held until this transaction commits the rows it adds.
   PERFORM pg_advisory_xact_lock(104101114097108100);
+
+  -- Given back before the server ran it: its worker has moved on.
+  IF EXISTS (SELECT 1 FROM claims_given_back g WHERE g.claim_id = p_claim_id) THEN
+    RETURN;
+  END IF;
 
   PERFORM herald_reap_leases(v_now, false);
 
@@ -120,16 +175,17 @@ BEGIN
     -- and origin caps, lowered while it is slowed down) less what is in
     -- flight to it; nothing while a 429/503 answer's Retry-After runs; and
     -- no more than its rate limit allows (GCRA: one second's worth of burst).
-    SELECT ep.id AS endpoint_id, ep.origin, ep.rate_limit, ep.rate_tat, COALESCE(b.ids, '{}') AS in_flight_ids,
+    SELECT ep.id AS endpoint_id, ep.origin, ep.rate_limit, rt.tat AS rate_tat, COALESCE(b.ids, '{}') AS in_flight_ids,
            CASE WHEN ep.throttled_until > v_now THEN 0
                 ELSE GREATEST(0, LEAST(
                   LEAST(p_endpoint_cap, p_origin_cap, COALESCE(ep.throttle_limit, p_endpoint_cap)) - COALESCE(b.n, 0),
                   CASE WHEN ep.rate_limit IS NULL THEN p_limit
-                       ELSE floor(extract(epoch FROM v_now + interval '1 second' - GREATEST(ep.rate_tat, v_now)) * ep.rate_limit)::int
+                       ELSE floor(extract(epoch FROM v_now + interval '1 second' - GREATEST(rt.tat, v_now)) * ep.rate_limit)::int
                   END))
            END AS room
       FROM waiting w
       JOIN endpoints ep ON ep.id = w.endpoint_id
+      LEFT JOIN endpoint_rates rt ON rt.endpoint_id = ep.id
       LEFT JOIN busy b ON b.endpoint_id = ep.id
   ), origin_room AS (
     SELECT r.origin, p_origin_cap - COALESCE(ob.n, 0) AS room
@@ -162,8 +218,12 @@ BEGIN
      ) c
      WHERE er.room > 0
   ), within_origin AS (
-    -- An origin's room goes to the oldest due rows of all its endpoints.
-    SELECT c.*, row_number() OVER (PARTITION BY c.origin ORDER BY c.next_attempt_at, c.id) AS nth_of_origin
+    -- An origin's room goes to its endpoints in turns (each one's oldest due
+    -- row, then each one's second, …), each turn oldest first: strictly by
+    -- due time, an endpoint with an old backlog took all of the origin's room
+    -- at every claim, and the others behind the same origin waited for the
+    -- whole backlog to clear.
+    SELECT c.*, row_number() OVER (PARTITION BY c.origin ORDER BY c.nth_of_endpoint, c.next_attempt_at, c.id) AS nth_of_origin
       FROM candidates c
   ), chosen AS MATERIALIZED (
     -- Across endpoints, in turns: every endpoint's first row, then every
@@ -174,15 +234,18 @@ BEGIN
      ORDER BY o.nth_of_endpoint, o.next_attempt_at, o.id
      LIMIT p_limit
   ), rated AS (
-    -- The rate limiter's state moves on by what was taken.
-    UPDATE endpoints ep
-       SET rate_tat = GREATEST(ep.rate_tat, v_now) + t.n * interval '1 second' / ep.rate_limit
+    -- The rate limiter's state moves on by what was taken (in its own
+    -- table: the endpoint's row is not locked, see endpoint_rates above).
+    INSERT INTO endpoint_rates AS rt (endpoint_id, tat)
+    SELECT er.endpoint_id, GREATEST(er.rate_tat, v_now) + t.n * interval '1 second' / er.rate_limit
       FROM (SELECT ch.endpoint_id, count(*)::int AS n FROM chosen ch GROUP BY ch.endpoint_id) t
-     WHERE ep.id = t.endpoint_id AND ep.rate_limit IS NOT NULL
-    RETURNING ep.id
+      JOIN endpoint_room er ON er.endpoint_id = t.endpoint_id
+     WHERE er.rate_limit IS NOT NULL
+    ON CONFLICT (endpoint_id) DO UPDATE SET tat = EXCLUDED.tat
+    RETURNING rt.endpoint_id
   ), leased AS (
-    INSERT INTO in_flight (delivery_id, endpoint_id, origin, lease_token, lease_until)
-    SELECT ch.id, ch.endpoint_id, ch.origin, nextval('delivery_lease_token'), v_now + p_lease_ms * interval '1 millisecond'
+    INSERT INTO in_flight (delivery_id, endpoint_id, origin, claim_id, lease_token, lease_until)
+    SELECT ch.id, ch.endpoint_id, ch.origin, COALESCE(p_claim_id, gen_random_uuid()), nextval('delivery_lease_token'), v_now + p_lease_ms * interval '1 millisecond'
       FROM chosen ch
     RETURNING in_flight.delivery_id, in_flight.lease_token
   ), numbered AS (

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db.ts';
 import { eventKey } from './events.ts';
 
@@ -37,12 +38,20 @@ type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
  */
 export async function claimDeliveries(
   db: Queryable,
-  p: { limit: number; leaseMs: number; endpointCap: number; originCap: number; now: Date | null },
+  p: {
+    limit: number;
+    leaseMs: number;
+    endpointCap: number;
+    originCap: number;
+    now: Date | null;
+    /** Names the claim, so that a worker that never saw its answer can give it back (`giveBackClaim`); a fresh one unless given. */
+    claimId?: string;
+  },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM herald_claim($1, $2, $3, $4, $5)`,
-    [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap],
-    { name: 'herald_claim_v2' },
+    `SELECT * FROM herald_claim($1, $2, $3, $4, $5, $6)`,
+    [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap, p.claimId ?? randomUUID()],
+    { name: 'herald_claim_v3' },
   );
   const bodies = new Map<string, Buffer>();
   for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
@@ -88,5 +97,17 @@ export async function nextDueIn(db: Queryable, now: Date | null): Promise<number
  */
 export async function reapAllLeases(db: Queryable, now: Date | null): Promise<number> {
   const { rows } = await db.query<{ n: number }>(`SELECT herald_reap_leases($1, true) AS n`, [now]);
+  return Number(rows[0]!.n);
+}
+
+/**
+ * Gives back a claim whose answer the worker never got (its query failed or
+ * timed out on the worker's side, and may have committed on the server all
+ * the same): its deliveries leave `in_flight` with no loss counted, due again
+ * as they were, and if the server has not run the claim yet, it takes
+ * nothing when it does. Returns how many deliveries it gave back.
+ */
+export async function giveBackClaim(db: Queryable, claimId: string): Promise<number> {
+  const { rows } = await db.query<{ n: number }>(`SELECT herald_give_back_claim($1) AS n`, [claimId]);
   return Number(rows[0]!.n);
 }

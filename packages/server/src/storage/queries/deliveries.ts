@@ -46,10 +46,11 @@ export async function countRecoverable(db: Queryable, p: { accountId: string; en
  * Puts those deliveries back in the queue, due now, with a fresh set of
  * attempts (the attempt log keeps the earlier ones). Returns how many.
  */
-export async function recoverDeliveries(db: Queryable, p: { accountId: string; endpointId: string; since: Date; now: Date }): Promise<number> {
+export async function recoverDeliveries(db: Queryable, p: { accountId: string; endpointId: string; since: Date; now: Date | null }): Promise<number> {
   return (
     await db.query(
-      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = $4, lost_attempts = 0, updated_at = $4
+      `UPDATE deliveries SET state = 'pending', attempts = 0, next_attempt_at = COALESCE($4::timestamptz, now()), lost_attempts = 0,
+              updated_at = COALESCE($4::timestamptz, now())
         WHERE account_id = $1 AND endpoint_id = $2 AND state IN ('skipped', 'failed') AND created_at >= $3`,
       [p.accountId, p.endpointId, p.since, p.now],
     )
@@ -75,24 +76,25 @@ export async function lockDelivery(db: Queryable, p: { accountId: string; eventI
   return rows[0];
 }
 
-/** Makes a delivery due now; a finished one starts a fresh set of attempts. */
-export async function requeueDelivery(db: Queryable, id: string, now: Date): Promise<DeliveryRow> {
+/** Makes a delivery due now (null: the database's now); a finished one starts a fresh set of attempts. */
+export async function requeueDelivery(db: Queryable, id: string, now: Date | null): Promise<DeliveryRow> {
   const { rows } = await db.query<DeliveryRow>(
     `UPDATE deliveries
         SET attempts = CASE WHEN state = 'pending' THEN attempts ELSE 0 END,
             lost_attempts = CASE WHEN state = 'pending' THEN lost_attempts ELSE 0 END,
-            state = 'pending', next_attempt_at = $2, updated_at = $2
+            state = 'pending', next_attempt_at = COALESCE($2::timestamptz, now()), updated_at = COALESCE($2::timestamptz, now())
       WHERE id = $1 RETURNING ${DELIVERY_COLUMNS}`,
     [id, now],
   );
   return rows[0]!;
 }
 
-/** A delivery for an event the endpoint has none for (it subscribed after the event, say). */
-export async function insertDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string; now: Date }): Promise<DeliveryRow> {
+/** A delivery for an event the endpoint has none for (it subscribed after the event, say), due now (null: the database's now). */
+export async function insertDelivery(db: Queryable, p: { accountId: string; eventId: string; endpointId: string; now: Date | null }): Promise<DeliveryRow> {
   const { rows } = await db.query<DeliveryRow>(
-    `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
-     VALUES (herald_uuid_v7($4), $1, $2, $3, 'pending', $4, $4, $4) RETURNING ${DELIVERY_COLUMNS}`,
+    `WITH t AS (SELECT COALESCE($4::timestamptz, now()) AS now)
+     INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+     SELECT herald_uuid_v7(t.now), $1, $2, $3, 'pending', t.now, t.now, t.now FROM t RETURNING ${DELIVERY_COLUMNS}`,
     [p.accountId, p.eventId, p.endpointId, p.now],
   );
   return rows[0]!;

@@ -121,6 +121,8 @@ export async function deleteEndpoint(db: Db, accountId: string, id: string): Pro
         if (!deleted) return false;
         await tx.query('DELETE FROM deliveries WHERE endpoint_id = $1', [id]);
         await tx.query('DELETE FROM attempts WHERE endpoint_id = $1', [id]);
+        // Last: a claim holding this row holds none of the endpoint's deliveries any more.
+        await tx.query('DELETE FROM endpoint_rates WHERE endpoint_id = $1', [id]);
         return true;
       });
     } catch (err) {

@@ -30,7 +30,7 @@ export interface NewEvent {
   accountId: string;
   id: string;
   type: string;
-  /** When Herald accepted it: the envelope's created_at, and when its deliveries come due. */
+  /** When Herald accepted it: the envelope's created_at. (Its deliveries come due at the database's now: see `insertEventsWithDeliveries`.) */
   createdAt: Date;
   body: Buffer;
   requestHash: Buffer;
@@ -53,8 +53,18 @@ export const eventKey = (accountId: string, id: string) => `${accountId}/${id}`;
  * two statements that share ids wait for each other instead of deadlocking
  * (which PostgreSQL would resolve by failing one of them). The sort is
  * stable: of one id given twice, the first given is the one stored.
+ *
+ * The deliveries are created and come due at `now`: null in production (the
+ * database's clock, the one the claim compares due times with, so a process
+ * whose clock is behind does not publish deliveries that wait for it to catch
+ * up), a test clock's time otherwise. The events keep their own `createdAt`,
+ * the time their signed envelope carries.
  */
-export async function insertEventsWithDeliveries(db: Queryable, given: readonly NewEvent[]): Promise<{ inserted: Set<string>; pending: number }> {
+export async function insertEventsWithDeliveries(
+  db: Queryable,
+  given: readonly NewEvent[],
+  now: Date | null = null,
+): Promise<{ inserted: Set<string>; pending: number }> {
   const events = [...given].sort((a, b) => compareKeys(a.accountId, a.id, b.accountId, b.id));
   const { rows } = await db.query<{ account_id: string; id: string; pending: number }>(
     `WITH ev AS (
@@ -68,7 +78,7 @@ export async function insertEventsWithDeliveries(db: Queryable, given: readonly 
      ), dl AS (
        INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
        SELECT herald_uuid_v7(ev.created_at), ev.account_id, ev.id, ep.id, CASE WHEN ep.enabled THEN 'pending' ELSE 'skipped' END,
-              ev.created_at, ev.created_at, ev.created_at
+              COALESCE($7::timestamptz, now()), COALESCE($7::timestamptz, now()), COALESCE($7::timestamptz, now())
          FROM ev JOIN endpoints ep ON ep.account_id = ev.account_id AND ev.type = ANY (ep.event_types)
           -- What a foreign key would check (docs/decisions/0008): an endpoint
           -- being deleted is waited for, and then gets no delivery.
@@ -83,8 +93,9 @@ export async function insertEventsWithDeliveries(db: Queryable, given: readonly 
       events.map((e) => e.createdAt),
       events.map((e) => e.body.toString('base64')),
       events.map((e) => e.requestHash.toString('base64')),
+      now,
     ],
-    { name: 'herald_publish_v3' },
+    { name: 'herald_publish_v4' },
   );
   return { inserted: new Set(rows.map((r) => eventKey(r.account_id, r.id))), pending: rows[0]?.pending ?? 0 };
 }

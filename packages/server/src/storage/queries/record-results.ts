@@ -170,6 +170,10 @@ function endpointChanges(
     let lastError: string | null = null;
     let limit = ep.throttle_limit;
     let throttleMs: number | null = null;
+    // One batch's 429/503 answers are one congestion event (as in AIMD): the
+    // limit halves once for them, not once per answer (ten 429s from requests
+    // that were all in flight together would otherwise cut it 1,024-fold).
+    let halved = false;
     for (const r of results) {
       if (r.endpointId !== ep.id) continue;
       // Only receivers' answers count: a given-back or skipped delivery, or a
@@ -182,7 +186,8 @@ function endpointChanges(
       if (r.throttle) {
         const asked = r.throttle.retryAfterMs ?? THROTTLE_DEFAULT_MS;
         throttleMs = Math.min(THROTTLE_MAX_MS, Math.max(THROTTLE_MIN_MS, asked));
-        limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+        if (!halved) limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+        halved = true;
       } else if (r.status !== null && r.status >= 200 && r.status < 300 && limit !== null) {
         // A slowed-down endpoint that answers 2xx gets one more request in
         // flight, and is back to normal at the cap.
@@ -233,6 +238,16 @@ export async function recordResults(
   }
   if (p.results.length === 0) return { applied: new Set(), disabled: [] };
   return db.transaction(async (tx) => {
+    // The endpoints first, locked in one order in every worker, as disabling
+    // and deleting an endpoint lock it before its deliveries: locked after
+    // the deliveries (as before), a recording and a disable by hand each held
+    // what the other waited for, and PostgreSQL broke the deadlock by failing
+    // one of them. Two recordings wait for each other; the streak then adds
+    // to the latest.
+    const { rows: lockedEndpoints } = await tx.query<EndpointRow>(
+      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`,
+      [[...new Set(p.results.map((r) => r.endpointId))].sort()],
+    );
     const fenced = await tx.query<{ delivery_id: string }>(
       `DELETE FROM in_flight f USING unnest($1::uuid[], $2::int8[]) AS v (delivery_id, lease_token)
         WHERE f.delivery_id = v.delivery_id AND f.lease_token = v.lease_token
@@ -287,15 +302,8 @@ export async function recordResults(
       );
     }
 
-    const endpointIds = [...new Set(kept.map((r) => r.endpointId))].sort();
-    if (endpointIds.length === 0) return { applied, disabled: [] };
-    // Locked in one order in every worker, so two recording at once wait for
-    // each other instead of deadlocking; the streak then adds to the latest.
-    const { rows: endpoints } = await tx.query<EndpointRow>(
-      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`,
-      [endpointIds],
-    );
-    const changes = endpointChanges(endpoints, kept, p);
+    const keptEndpoints = new Set(kept.map((r) => r.endpointId));
+    const changes = endpointChanges(lockedEndpoints.filter((ep) => keptEndpoints.has(ep.id)), kept, p);
     if (changes.length > 0) {
       await tx.query(
         `UPDATE endpoints ep
