@@ -247,12 +247,14 @@ export async function recordResults(
     const { rows: lockedEndpoints } = await tx.query<EndpointRow>(
       `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`,
       [[...new Set(p.results.map((r) => r.endpointId))].sort()],
+      { name: 'herald_record_lock_endpoints' },
     );
     const fenced = await tx.query<{ delivery_id: string }>(
       `DELETE FROM in_flight f USING unnest($1::uuid[], $2::int8[]) AS v (delivery_id, lease_token)
         WHERE f.delivery_id = v.delivery_id AND f.lease_token = v.lease_token
         RETURNING f.delivery_id`,
       [plainArray(p.results.map((r) => r.deliveryId)), plainArray(p.results.map((r) => r.leaseToken))],
+      { name: 'herald_record_fence' },
     );
     const applied = new Set(fenced.rows.map((r) => r.delivery_id));
     const kept = p.results.filter((r) => applied.has(r.deliveryId));
@@ -279,6 +281,7 @@ export async function recordResults(
           textArray(kept.map((r) => r.error)),
           p.now,
         ],
+        { name: 'herald_record_deliveries' },
       );
     }
 
@@ -299,6 +302,7 @@ export async function recordResults(
             FOR KEY SHARE OF d
          ON CONFLICT (id) DO NOTHING`,
         [JSON.stringify(sent.map(sentAttemptJson))],
+        { name: 'herald_record_attempts' },
       );
     }
 
@@ -326,6 +330,7 @@ export async function recordResults(
           plainArray(changes.map((c) => c.throttleLimit)),
           p.now,
         ],
+        { name: 'herald_record_endpoints' },
       );
     }
     const disabled = changes.filter((c) => c.disabledReason !== null).map((c) => c.id);
