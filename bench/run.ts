@@ -30,7 +30,7 @@ const { values: opts } = parseArgs({
     warmup: { type: 'string', default: '5' },
     engines: { type: 'string', default: process.env.DATABASE_URL || process.env.BENCH_DATABASE_URL ? 'pglite,postgres' : 'pglite,postgres' },
     split: { type: 'boolean', default: false },
-    /** With --split: this many worker processes, sharing the ENDPOINT_CONCURRENCY connections per origin between them. */
+    /** With --split: this many worker processes; the caps per endpoint and per origin hold across all of them. */
     workers: { type: 'string', default: '1' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
     /** Write a V8 CPU profile of each Herald process into this folder (open it in Chrome DevTools). */
@@ -47,7 +47,7 @@ const ENDPOINTS = Number(opts.endpoints);
 const RATE = Number(opts.rate);
 const SECONDS = Number(opts.seconds);
 const WARMUP = Number(opts.warmup);
-// Herald's default HERALD_ENDPOINT_CONCURRENCY; the ceiling uses as many connections.
+// Herald's default HERALD_ENDPOINT_CONCURRENCY and HERALD_ORIGIN_CONCURRENCY; the ceiling uses as many connections.
 const ENDPOINT_CONCURRENCY = 64;
 
 const root = new URL('..', import.meta.url);
@@ -276,7 +276,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
   running.add(cleanups);
   try {
     // The receiver listens on loopback, which Herald refuses unless allowed.
-    const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
+    const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ORIGIN_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
     let walNow: (() => Promise<string>) | undefined;
     let walKiB: ((from: string, to: string, per: number) => Promise<number>) | undefined;
     if (engine === 'pglite') {
@@ -332,13 +332,13 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     started(h.child);
     const workers = split ? Number(opts.workers) : 0;
     for (let i = 0; i < workers; i++) {
-      // The same concurrency per origin in all: ENDPOINT_CONCURRENCY connections, divided between the workers.
-      const share = String(Math.max(1, Math.floor(ENDPOINT_CONCURRENCY / workers)));
+      // Every worker gets the same settings: the endpoint and origin caps hold
+      // across all workers together, so N workers still have at most
+      // ENDPOINT_CONCURRENCY requests in flight to the receiver, as the ceiling does.
       started(
         (
           await herald(['start', '--role', 'worker'], {
             ...env,
-            HERALD_ENDPOINT_CONCURRENCY: share,
             ...(opts['worker-node-options'] ? { NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ''} ${opts['worker-node-options']}`.trim() } : {}),
           })
         ).child,
