@@ -425,6 +425,23 @@ for (const engine of ENGINES) {
       assert.deepEqual(states.rows, [{ state: 'skipped', n: 3 }]);
     });
 
+    test('recording does not wait for a publish that holds its endpoint (FOR KEY SHARE): the two must not block or deadlock each other', { skip: engine !== 'postgres' }, async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 2);
+      const claimed = await claim(db, T0);
+      await other.transaction(async (tx) => {
+        // What a publish holds on each endpoint it fans out to, until it commits.
+        await tx.query(`SELECT id FROM endpoints WHERE id = $1 FOR KEY SHARE`, [ep]);
+        let timer: NodeJS.Timeout | undefined;
+        const written = await Promise.race([
+          record(claimed.map((c) => result(c, 'succeeded', { status: 204 })), at(1000)),
+          new Promise<'blocked'>((r) => (timer = setTimeout(() => r('blocked'), 3_000))),
+        ]);
+        clearTimeout(timer);
+        assert.notEqual(written, 'blocked', 'the recording waited for the publish to commit');
+      });
+    });
+
     test('a claim that takes a rate-limited endpoint\'s deliveries while it is being disabled does not deadlock with the disable', { skip: engine !== 'postgres' }, async () => {
       const ep = await addEndpoint({ rateLimit: 100 });
       await addDeliveries(ep, 3);

@@ -243,9 +243,12 @@ export async function recordResults(
     // the deliveries (as before), a recording and a disable by hand each held
     // what the other waited for, and PostgreSQL broke the deadlock by failing
     // one of them. Two recordings wait for each other; the streak then adds
-    // to the latest.
+    // to the latest. NO KEY UPDATE, the lock an UPDATE of these columns
+    // takes anyway, not FOR UPDATE: a publish holds its endpoints FOR KEY
+    // SHARE until it commits, which FOR UPDATE waits for, and a batch publish
+    // that took the endpoints in another order deadlocked with it.
     const { rows: lockedEndpoints } = await tx.query<EndpointRow>(
-      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR UPDATE`,
+      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
       [[...new Set(p.results.map((r) => r.endpointId))].sort()],
       { name: 'herald_record_lock_endpoints' },
     );
