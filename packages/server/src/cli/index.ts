@@ -57,12 +57,9 @@ program
       );
     }
     const herald = await startHerald({ config: cfg });
-    const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
-    console.error(`Herald is running (${cfg.role}) on ${engine}.`);
-    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
-    // The one place the setup token is shown: the console of the person who started Herald.
-    if (herald.setupLink) console.error(`First run: open ${herald.setupLink} to create the first user (this link works until then).`);
-    console.error('First steps:\n  create the first user in the control panel (first run: with the link above), or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');
+    // Listening for signals before anything is printed: a supervisor (or a
+    // test) that stops Herald as soon as it reads the banner must not find it
+    // still without a handler, and so killed without a graceful stop.
     let stopping = false;
     const shutdown = (signal: string) => {
       // The second signal: someone does not want to wait for the first to finish.
@@ -79,6 +76,12 @@ program
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
+    const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
+    console.error(`Herald is running (${cfg.role}) on ${engine}.`);
+    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
+    // The one place the setup token is shown: the console of the person who started Herald.
+    if (herald.setupLink) console.error(`First run: open ${herald.setupLink} to create the first user (this link works until then).`);
+    console.error('First steps:\n  create the first user in the control panel (first run: with the link above), or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');
   });
 
 program
