@@ -176,11 +176,10 @@ function endpointChanges(
     let halved = false;
     for (const r of results) {
       if (r.endpointId !== ep.id) continue;
-      // Only receivers' answers count: a given-back or skipped delivery, a
-      // retry still to come, or a delivery failed before anything was sent
-      // (Herald could not prepare the request) leaves the streak as it is.
+      // Only receivers' answers count: a given-back or skipped delivery, or a
+      // retry still to come, leaves the streak as it is.
       if (r.outcome === 'succeeded') streak = 0;
-      if (r.outcome === 'failed' && r.attempt !== null) {
+      if (r.outcome === 'failed') {
         streak += 1;
         lastError = r.error;
       }
@@ -278,7 +277,7 @@ export async function recordResults(
         [
           plainArray(kept.map((r) => r.deliveryId)),
           plainArray(kept.map((r) => STATE_OF[r.outcome])),
-          plainArray(kept.map((r) => String(r.attempt !== null && countsAnAttempt(r.outcome)))),
+          plainArray(kept.map((r) => String(countsAnAttempt(r.outcome)))),
           plainArray(kept.map((r) => String(r.outcome === 'given_back'))),
           plainArray(kept.map((r) => (r.outcome === 'retry' ? Math.max(0, Math.round(r.retryInMs ?? 0)) : null))),
           plainArray(kept.map((r) => r.status)),
