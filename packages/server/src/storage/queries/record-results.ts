@@ -57,23 +57,12 @@ const INSERT_ATTEMPTS = `
 function attemptsJson(attempts: readonly AttemptRecord[]): string {
   return JSON.stringify(
     attempts.map((a) => ({
-      id: a.id,
+      ...sentAttemptJson(a),
       account_id: a.accountId,
       endpoint_id: a.endpointId,
-      delivery_id: a.deliveryId,
       event_id: a.eventId,
-      event_type: a.eventType,
-      attempt_number: a.attemptNumber,
       is_test: a.isTest,
-      started_at: a.startedAt,
-      duration_ms: a.durationMs,
-      status_code: a.statusCode,
-      outcome: a.outcome,
-      error: a.error,
-      signature: a.signature,
-      response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
       test_body: a.testBody?.toString('base64') ?? null,
-      url: a.url,
     })),
   );
 }
@@ -125,8 +114,8 @@ function countsAnAttempt(outcome: ResultOutcome): boolean {
   return outcome === 'succeeded' || outcome === 'retry' || outcome === 'failed';
 }
 
-/** A dispatcher's attempt row, as JSON; the account, endpoint and event come from its delivery. */
-function sentAttemptJson(a: AttemptRecord): unknown {
+/** A dispatcher's attempt row, as JSON; the account, endpoint and event come from its delivery (a test send's add them: `attemptsJson`). */
+function sentAttemptJson(a: AttemptRecord) {
   return {
     id: a.id,
     delivery_id: a.deliveryId,
