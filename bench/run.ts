@@ -172,6 +172,8 @@ function postgresCpuMs(): number {
 interface CpuSnapshot {
   herald: number[];
   postgres: number;
+  /** Each PostgreSQL backend serving Herald's database: its CPU ms so far. */
+  backends: Map<number, number>;
   receiver: number;
   generator: number;
   machine: { busy: number; all: number };
@@ -179,27 +181,45 @@ interface CpuSnapshot {
 interface CpuUse {
   herald: number[];
   postgres: number | null;
+  /**
+   * The PostgreSQL backends connected to the bench's database, alone: unlike
+   * the whole server, this leaves out other databases' work on a shared
+   * machine (and the server's background processes: WAL writer, checkpointer).
+   */
+  backends: number | null;
   receiver: number;
   generator: number;
   machine: number;
 }
-function cpuSnapshot(heraldPids: number[], receiverPid: number, engine: string): CpuSnapshot {
+function cpuSnapshot(heraldPids: number[], receiverPid: number, engine: string, backendPids: readonly number[]): CpuSnapshot {
   return {
     herald: heraldPids.map((pid) => cpuMs([pid])),
     postgres: engine === 'postgres' ? postgresCpuMs() : 0,
+    backends: new Map(backendPids.map((pid) => [pid, cpuMs([pid])])),
     receiver: cpuMs([receiverPid]),
     generator: cpuMs([process.pid]),
     machine: machineTicks(),
   };
 }
 /** CPU ms used since `s0` per 1,000 of `units` (deliveries or events), and how busy the machine was. */
-function cpuSince(s0: CpuSnapshot, heraldPids: number[], receiverPid: number, engine: string, units: number): { use: CpuUse; busy: number } {
-  const s1 = cpuSnapshot(heraldPids, receiverPid, engine);
+function cpuSince(
+  s0: CpuSnapshot,
+  heraldPids: number[],
+  receiverPid: number,
+  engine: string,
+  units: number,
+  backendPids: readonly number[],
+): { use: CpuUse; busy: number } {
+  const s1 = cpuSnapshot(heraldPids, receiverPid, engine, backendPids);
   const per = (ms: number) => (ms * 1000) / units;
+  // A backend opened during the phase counts from 0; one closed during it is lost (pools keep theirs while busy).
+  let backends = 0;
+  for (const [pid, ms] of s1.backends) backends += ms - (s0.backends.get(pid) ?? 0);
   return {
     use: {
       herald: s1.herald.map((ms, i) => per(ms - s0.herald[i]!)),
       postgres: engine === 'postgres' ? per(s1.postgres - s0.postgres) : null,
+      backends: engine === 'postgres' ? per(backends) : null,
       receiver: per(s1.receiver - s0.receiver),
       generator: per(s1.generator - s0.generator),
       // All CPUs' busy time, so it includes the kernel's work for loopback traffic.
@@ -278,6 +298,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     // The receiver listens on loopback, which Herald refuses unless allowed.
     const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ENDPOINT_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ORIGIN_CONCURRENCY: String(ENDPOINT_CONCURRENCY), HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
     let walNow: (() => Promise<string>) | undefined;
+    let backendPids: () => Promise<number[]> = async () => [];
     let walKiB: ((from: string, to: string, per: number) => Promise<number>) | undefined;
     if (engine === 'pglite') {
       const dir = mkdtempSync(join(tmpdir(), 'herald-bench-'));
@@ -293,6 +314,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
         await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
         await admin.end();
       });
+      backendPids = async () =>
+        (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1 AND pid <> pg_backend_pid()', [name])).rows.map((r) => r.pid);
       walNow = async () => (await admin.query<{ lsn: string }>('SELECT pg_current_wal_lsn()::text AS lsn')).rows[0]!.lsn;
       walKiB = async (from, to, per) =>
         (Number((await admin.query<{ n: string }>('SELECT pg_wal_lsn_diff($1::pg_lsn, $2::pg_lsn)::text AS n', [to, from])).rows[0]!.n) * 1000) / per / 1024;
@@ -356,7 +379,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const heraldPids = processes.map((p) => p.pid!);
     const receiverPid = receiver.child.pid!;
     const wal0 = await walNow?.();
-    const cpu0 = cpuSnapshot(heraldPids, receiverPid, engine);
+    const cpu0 = cpuSnapshot(heraldPids, receiverPid, engine, await backendPids());
     const t0 = Date.now();
     let next = 0;
     await Promise.all(
@@ -367,13 +390,14 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const ingestSeconds = (Date.now() - t0) / 1000;
     const burst = await waitFor(receiver, EVENTS * ENDPOINTS, 30 * 60_000);
     const e2eSeconds = (burst.last - t0) / 1000;
-    const { use: cpu, busy: machineBusy } = cpuSince(cpu0, heraldPids, receiverPid, engine, EVENTS * ENDPOINTS);
+    const { use: cpu, busy: machineBusy } = cpuSince(cpu0, heraldPids, receiverPid, engine, EVENTS * ENDPOINTS, await backendPids());
     const wal1 = await walNow?.();
 
     // Phase 2: a steady RATE events/s, one POST each, to one endpoint: WARMUP s
     // to warm up (the single-event path is new to the API's JIT, the tables'
     // statistics are young), then SECONDS s measured, without a pause between.
     receiver.reset();
+    const steadyBackends = await backendPids();
     const warmupEvents = RATE * WARMUP;
     const total = RATE * SECONDS;
     const start = Date.now();
@@ -388,7 +412,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       for (; sent < due; sent++) {
         // The measured window's CPU starts with its first publish.
         if (sent === warmupEvents) {
-          steady0 ??= cpuSnapshot(heraldPids, receiverPid, engine);
+          steady0 ??= cpuSnapshot(heraldPids, receiverPid, engine, steadyBackends);
           steadyWal0 ??= walNow?.();
         }
         inflight.push(call(h.url, steadyKey, '/v1/events', gen.next().value));
@@ -399,7 +423,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     const sentSeconds = (Date.now() - measureFrom) / 1000;
     const got = await waitFor(receiver, warmupEvents + total, 5 * 60_000);
     // CPU from the first measured publish to the last receipt, per measured event.
-    const steadyCpu = cpuSince(steady0!, heraldPids, receiverPid, engine, total).use;
+    const steadyCpu = cpuSince(steady0!, heraldPids, receiverPid, engine, total, await backendPids()).use;
     const steadyWal1 = await walNow?.();
     const wal =
       walKiB && wal0 && wal1 && steadyWal0 && steadyWal1
@@ -540,6 +564,19 @@ console.log(`\nSteady phase, CPU ms per 1,000 events (one delivery each): Herald
 for (const r of results) {
   const c = r.steadyCpu;
   console.log(`- ${r.engine}: ${c.herald.map(fmt).join(' + ')} / ${c.postgres === null ? 'in Herald' : fmt(c.postgres)} / ${fmt(c.receiver)} / ${fmt(c.generator)} / ${fmt(c.machine)}`);
+}
+if (results.some((r) => r.cpu.backends !== null)) {
+  // Herald's processes and the backends serving its database are measured by
+  // process, so other work on a shared machine moves them little: the firmest
+  // figure for comparing two versions of Herald on PostgreSQL.
+  console.log(`\nHerald's processes and the PostgreSQL backends serving its database: CPU ms per 1,000 deliveries, burst / steady phase; and the two together per delivery, in receivers, burst / steady phase`);
+  for (const r of results) {
+    if (r.cpu.backends === null || r.steadyCpu.backends === null) continue;
+    const sum = (c: CpuUse) => c.herald.reduce((a, b) => a + b, 0) + c.backends!;
+    console.log(
+      `- ${r.engine}: Herald ${fmt(r.cpu.herald.reduce((a, b) => a + b, 0))} / ${fmt(r.steadyCpu.herald.reduce((a, b) => a + b, 0))}, backends ${fmt(r.cpu.backends)} / ${fmt(r.steadyCpu.backends)}; together ${(sum(r.cpu) / r.cpu.receiver).toFixed(2)} / ${(sum(r.steadyCpu) / r.steadyCpu.receiver).toFixed(2)} receivers`,
+    );
+  }
 }
 if (results.some((r) => r.wal)) {
   console.log(`\nPostgreSQL's WAL, KiB per 1,000 deliveries (the whole server's; it does not move with the machine's speed): burst / steady phase`);
