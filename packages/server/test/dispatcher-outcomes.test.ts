@@ -130,8 +130,8 @@ for (const engine of ENGINES) {
       receiver.respond(behaviour);
       const event = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
       await h.dispatcher.tick();
-      const { rows } = await h.db.query<{ status_code: number | null; error: string | null; response_excerpt: Buffer | null; outcome: string }>(
-        'SELECT status_code, error, response_excerpt, outcome FROM attempts WHERE event_id = $1',
+      const { rows } = await h.db.query<{ status_code: number | null; error: string | null; response_excerpt: Buffer | null; outcome: string; duration_ms: number }>(
+        'SELECT status_code, error, response_excerpt, outcome, duration_ms FROM attempts WHERE event_id = $1',
         [event.json.id],
       );
       await h.drain();
@@ -147,6 +147,25 @@ for (const engine of ENGINES) {
     test('an answer whose connection drops mid-body keeps its status and what came of the body', async () => {
       const a = await firstAttempt({ status: 200, partial: 'received, processi', then: 'destroy' });
       assert.deepEqual([a.status_code, a.error, a.response_excerpt?.toString(), a.outcome], [200, null, 'received, processi', 'succeeded']);
+    });
+
+    test('an answer whose body trickles on past the excerpt\'s second keeps its status and what came; its connection is closed', async () => {
+      const a = await firstAttempt({ status: 200, partial: 'received', then: 'trickle' });
+      assert.deepEqual([a.status_code, a.error, a.outcome], [200, null, 'succeeded']);
+      assert.match(a.response_excerpt?.toString() ?? '', /^received\.+$/);
+      // The attempt's own recorded duration: to the headers, not to the end of the excerpt's second.
+      assert.ok(a.duration_ms < 1000, `timed to the headers, not ${a.duration_ms} ms`);
+      const opened = receiver.connections;
+      await firstAttempt({ status: 204 });
+      assert.ok(receiver.connections > opened, 'the next request went out on a new connection: the cut one was closed');
+    });
+
+    test('an answer whose body ends within the excerpt\'s second keeps its connection for the next request', async () => {
+      const a = await firstAttempt({ status: 200, partial: 'thanks', then: 'end' });
+      assert.deepEqual([a.status_code, a.response_excerpt?.toString(), a.outcome], [200, 'thanks', 'succeeded']);
+      const opened = receiver.connections;
+      await firstAttempt({ status: 204 });
+      assert.equal(receiver.connections, opened, 'the second request went out on the first one\'s connection');
     });
 
     async function nextAttemptIn(behaviour: Behaviour): Promise<number> {

@@ -89,8 +89,8 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
   const { config, clock, log } = parts;
   const random = parts.random ?? Math.random;
   const recorder = createRecorder({ write: (results) => parts.record(results, databaseTime(clock)), log });
-  // Requests being sent, for a shutdown to abort.
-  const sending = new Set<AbortController>();
+  // How to cut short each request being sent, for a shutdown (see SendRequest.cancels).
+  const sending = new Set<() => void>();
   let inFlight = 0;
   let settledWaiters: Array<() => void> = [];
   let running = false;
@@ -149,14 +149,8 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
       log?.error({ err, delivery: d.id, endpoint: d.endpoint_id }, 'the request could not be prepared; the delivery fails');
       return unsent(d, 'failed', `Herald could not prepare the request: ${(err as Error).message}`);
     }
-    const abort = new AbortController();
-    sending.add(abort);
-    try {
-      const sent = await parts.send({ url: d.url, headers, body: d.body, timeoutMs: config.requestTimeoutMs, signal: abort.signal });
-      return resultOf(d, sent, { id, startedAt, signature: signatureOf(headers) }, { now: clock(), random, schedule: config.retry });
-    } finally {
-      sending.delete(abort);
-    }
+    const sent = await parts.send({ url: d.url, headers, body: d.body, timeoutMs: config.requestTimeoutMs, cancels: sending });
+    return resultOf(d, sent, { id, startedAt, signature: signatureOf(headers) }, { now: clock(), random, schedule: config.retry });
   }
 
   function count(report: TickReport, outcome: ResultOutcome, written: Written): void {
@@ -252,7 +246,7 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     const graceLeft = ((end) => () => Math.max(0, end - performance.now()))(performance.now() + graceMs);
     await within(unlisten?.().catch(() => {}) ?? Promise.resolve(), graceLeft());
     await within(looping ?? Promise.resolve(), graceLeft());
-    if (!(await within(settled(), graceLeft()))) for (const a of sending) a.abort();
+    if (!(await within(settled(), graceLeft()))) for (const cancel of sending) cancel();
     const resultsWritten = within(settled(), RESULTS_BOUND_MS);
     // Best effort: a claim not given back is reaped when its leases run out.
     await within(giveBackUnanswered().catch(() => {}), RESULTS_BOUND_MS);

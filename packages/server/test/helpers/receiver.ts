@@ -15,8 +15,12 @@ export type Behaviour =
   | { status: number; headers?: Record<string, string | string[]>; body?: string | Buffer; delayMs?: number; earlyHints?: boolean }
   | { hang: true }
   | { destroy: true }
-  /** Sends the status line, headers and the start of a body, then stalls there or drops the connection. */
-  | { status: number; partial: string; then: 'stall' | 'destroy' };
+  /**
+   * Sends the status line, headers and the start of a body, then stalls
+   * there, drops the connection, trickles on (a byte every 50 ms, never
+   * ending) or ends the body 100 ms later.
+   */
+  | { status: number; partial: string; then: 'stall' | 'destroy' | 'trickle' | 'end' };
 
 export interface Receiver {
   url: string;
@@ -68,7 +72,11 @@ export async function startReceiver(options: { cert?: string; path?: string } = 
         res.writeHead(b.status, { 'content-type': 'text/plain' });
         res.write(b.partial);
         if (b.then === 'destroy') setTimeout(() => req.socket.destroy(), 50);
-        else hanging.add(res);
+        else if (b.then === 'end') setTimeout(() => res.end(), 100);
+        else if (b.then === 'trickle') {
+          const trickle = setInterval(() => res.write('.'), 50);
+          res.on('close', () => clearInterval(trickle));
+        } else hanging.add(res);
         return;
       }
       // An informational 103 first, as a CDN may send before the real answer.
