@@ -1,20 +1,15 @@
-import type { DispatcherConfig } from '../config.ts';
-import { databaseTime, unixSeconds, type Clock } from '../core/clock.ts';
+import { databaseTime } from '../core/clock.ts';
 import { randomUUID } from 'node:crypto';
-import { uuidV7 } from '../core/ids.ts';
-import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
-import type { Send } from '../outbound/send.ts';
-import type { ClaimedDelivery, claimDeliveries } from '../storage/queries/claim-deliveries.ts';
-import type { DeliveryResult, ResultOutcome } from '../storage/queries/record-results.ts';
-import { createRecorder, type Logger, type WriteResults, type Written } from './record.ts';
-import { resultOf, secretOpener, unsent } from './results.ts';
+import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
+import type { ResultOutcome } from '../storage/queries/record-results.ts';
+import { createAttempter } from './attempt.ts';
+import type { DispatcherParts } from './parts.ts';
+import { createRecorder, type Logger, type Written } from './record.ts';
 
-export type { Logger };
+export type { DispatcherParts, Logger };
 
 /** The most deliveries one claim asks for. */
 const CLAIM_MAX = 500;
-/** A delivery is sent only while its lease has the request's deadline and this much more left. */
-const LEASE_MARGIN_MS = 1_000;
 /** Claims after a failed one wait this long, doubling up to CLAIM_RETRY_MAX_MS. */
 const CLAIM_RETRY_FIRST_MS = 100;
 const CLAIM_RETRY_MAX_MS = 5_000;
@@ -32,27 +27,6 @@ const RESULTS_BOUND_MS = 5_000;
  * hold the loop (and /healthz, and every answer) for 300 ms at once.
  */
 const SLICE_BYTES = 8 * 1024 * 1024;
-
-/** The parts a dispatcher works with, passed in so that tests can drive or replace each. */
-export interface DispatcherParts {
-  config: DispatcherConfig;
-  clock: Clock;
-  log?: Logger;
-  /** Opens signing secrets. */
-  encryptionKey: Buffer;
-  claim(p: Parameters<typeof claimDeliveries>[1]): Promise<ClaimedDelivery[]>;
-  /** Gives back a claim whose answer never came (`giveBackClaim`): it may have committed all the same. */
-  giveBack(claimId: string): Promise<unknown>;
-  /** Milliseconds until the next delivery not in flight comes due (`nextDueIn`). */
-  nextDueIn(now: Date | null): Promise<number | undefined>;
-  send: Send;
-  /** Writes one batch of results (`recordResults`), on the database's clock (`now`: null) or a test's. */
-  record(results: readonly DeliveryResult[], now: Date | null): ReturnType<WriteResults>;
-  /** Calls `wake` whenever new work is announced; resolves to a function that stops listening. */
-  listen?(wake: () => void): Promise<() => Promise<void>>;
-  /** Random source for the retries' jitter; tests pass a fixed one. */
-  random?: () => number;
-}
 
 export interface TickReport {
   claimed: number;
@@ -87,10 +61,10 @@ function within(p: Promise<unknown>, ms: number): Promise<boolean> {
 
 export function createDispatcher(parts: DispatcherParts): Dispatcher {
   const { config, clock, log } = parts;
-  const random = parts.random ?? Math.random;
   const recorder = createRecorder({ write: (results) => parts.record(results, databaseTime(clock)), log });
   // How to cut short each request being sent, for a shutdown (see SendRequest.cancels).
   const sending = new Set<() => void>();
+  const attempt = createAttempter({ ...parts, random: parts.random ?? Math.random, cancels: sending });
   let inFlight = 0;
   let settledWaiters: Array<() => void> = [];
   let running = false;
@@ -126,33 +100,6 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
     });
   }
 
-  const secretOf = secretOpener(parts.encryptionKey);
-
-  /** Sends one claimed delivery (or skips it, or gives it back) and says what became of it. */
-  async function attempt(d: ClaimedDelivery, leaseSafeUntil: number): Promise<DeliveryResult> {
-    if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
-    if (stopping) return unsent(d, 'given_back');
-    if (performance.now() + config.requestTimeoutMs + LEASE_MARGIN_MS > leaseSafeUntil) {
-      log?.warn({ delivery: d.id }, 'too little of the lease was left to send the delivery; it is given back');
-      return unsent(d, 'given_back');
-    }
-    // Signed now, as it is sent: the timestamp is the send time.
-    const startedAt = clock();
-    const id = uuidV7(startedAt.getTime());
-    let headers: Record<string, string>;
-    try {
-      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
-    } catch (err) {
-      // Nothing was sent, and trying again would fail the same way (a signing
-      // secret that does not decrypt, say): the delivery fails now, saying
-      // why, instead of its lease running out and counting as a lost send.
-      log?.error({ err, delivery: d.id, endpoint: d.endpoint_id }, 'the request could not be prepared; the delivery fails');
-      return unsent(d, 'failed', `Herald could not prepare the request: ${(err as Error).message}`);
-    }
-    const sent = await parts.send({ url: d.url, headers, body: d.body, timeoutMs: config.requestTimeoutMs, cancels: sending });
-    return resultOf(d, sent, { id, startedAt, signature: signatureOf(headers) }, { now: clock(), random, schedule: config.retry });
-  }
-
   function count(report: TickReport, outcome: ResultOutcome, written: Written): void {
     if (written === 'late') report.late += 1;
     else if (written === 'unwritten') return;
@@ -164,7 +111,7 @@ export function createDispatcher(parts: DispatcherParts): Dispatcher {
   /** One claimed delivery, from its attempt to its written result; it then frees its slot and wakes the loop. */
   async function deliver(d: ClaimedDelivery, leaseSafeUntil: number, report?: TickReport): Promise<void> {
     try {
-      const r = await attempt(d, leaseSafeUntil);
+      const r = await attempt(d, leaseSafeUntil, stopping !== undefined);
       const written = await recorder.add(r);
       if (written === 'late') log?.warn({ delivery: d.id, outcome: r.outcome }, 'the lease ran out before the result was written; the delivery is another worker\'s now');
       if (report) count(report, r.outcome, written);

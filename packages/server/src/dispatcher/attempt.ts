@@ -1,0 +1,57 @@
+import type { DispatcherConfig } from '../config.ts';
+import { unixSeconds, type Clock } from '../core/clock.ts';
+import { uuidV7 } from '../core/ids.ts';
+import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
+import type { Send } from '../outbound/send.ts';
+import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
+import type { DeliveryResult } from '../storage/queries/record-results.ts';
+import type { Logger } from './record.ts';
+import { resultOf, secretOpener, unsent } from './results.ts';
+
+/** A delivery is sent only while its lease has the request's deadline and this much more left. */
+const LEASE_MARGIN_MS = 1_000;
+
+/**
+ * How the dispatcher attempts one claimed delivery: it skips it (its endpoint
+ * was disabled), gives it back unsent (the worker is stopping, or too little
+ * of the lease is left for the request's deadline), fails it (the request
+ * cannot be prepared), or signs and sends it, and says what became of it.
+ * It never throws for a receiver's doing.
+ */
+export function createAttempter(p: {
+  config: DispatcherConfig;
+  clock: Clock;
+  log?: Logger;
+  encryptionKey: Buffer;
+  send: Send;
+  random: () => number;
+  /** Where each request in flight leaves a way to cut it short, for a shutdown. */
+  cancels: Set<() => void>;
+}) {
+  const { config, clock, log } = p;
+  const secretOf = secretOpener(p.encryptionKey);
+
+  return async function attempt(d: ClaimedDelivery, leaseSafeUntil: number, stopping: boolean): Promise<DeliveryResult> {
+    if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
+    if (stopping) return unsent(d, 'given_back');
+    if (performance.now() + config.requestTimeoutMs + LEASE_MARGIN_MS > leaseSafeUntil) {
+      log?.warn({ delivery: d.id }, 'too little of the lease was left to send the delivery; it is given back');
+      return unsent(d, 'given_back');
+    }
+    // Signed now, as it is sent: the timestamp is the send time.
+    const startedAt = clock();
+    const id = uuidV7(startedAt.getTime());
+    let headers: Record<string, string>;
+    try {
+      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+    } catch (err) {
+      // Nothing was sent, and trying again would fail the same way (a signing
+      // secret that does not decrypt, say): the delivery fails now, saying
+      // why, instead of its lease running out and counting as a lost send.
+      log?.error({ err, delivery: d.id, endpoint: d.endpoint_id }, 'the request could not be prepared; the delivery fails');
+      return unsent(d, 'failed', `Herald could not prepare the request: ${(err as Error).message}`);
+    }
+    const sent = await p.send({ url: d.url, headers, body: d.body, timeoutMs: config.requestTimeoutMs, cancels: p.cancels });
+    return resultOf(d, sent, { id, startedAt, signature: signatureOf(headers) }, { now: clock(), random: p.random, schedule: config.retry });
+  };
+}
