@@ -1,8 +1,22 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
-import { ENGINES } from './helpers/engines.ts';
-import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { systemClock } from '../src/core/clock.ts';
+import { createAccount } from '../src/services/accounts.ts';
+import { createServiceDeps } from '../src/services/deps.ts';
+import { createEndpoint } from '../src/services/endpoints.ts';
+import { publishEvents } from '../src/services/events.ts';
+import { openStorage } from '../src/storage/open.ts';
+import { BACKLOG_SQL, PENDING_COUNTED_UP_TO } from '../src/storage/queries/metrics.ts';
+import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
+import { within } from './helpers/faults.ts';
+import { alarmData, createTestHerald, TEST_ADDRESSES, TEST_KEY, type TestHerald } from './helpers/herald.ts';
+import { CLUSTER_AVAILABLE, startCluster, type Cluster } from './helpers/pg-cluster.ts';
+import { startHeraldProcess, type HeraldProcess } from './helpers/process.ts';
 import { assertProblem } from './helpers/problem.ts';
 import { parseMetrics, sampleValue, type Sample } from './helpers/prometheus.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
@@ -161,3 +175,220 @@ for (const engine of ENGINES) {
     });
   });
 }
+
+/** GET /metrics over HTTP, timed. */
+async function fetchMetrics(url: string, token?: string) {
+  const started = performance.now();
+  const res = await fetch(url, { headers: token ? { authorization: `Bearer ${token}` } : {}, signal: AbortSignal.timeout(20_000) });
+  const body = await res.text();
+  return { status: res.status, headers: res.headers, body, ms: performance.now() - started };
+}
+
+/** Scrapes until `check` holds of the samples: each try is a real request, bounded by `ms` in all. */
+async function scrapeUntil(url: string, token: string | undefined, check: (s: Sample[]) => boolean, ms = 15_000): Promise<Sample[]> {
+  const deadline = performance.now() + ms;
+  for (;;) {
+    const res = await fetchMetrics(url, token);
+    assert.equal(res.status, 200, res.body);
+    const samples = parseMetrics(res.body).samples;
+    if (check(samples)) return samples;
+    if (performance.now() > deadline) throw new Error(`metrics never showed what was awaited:\n${res.body.split('\n').filter((l) => l.startsWith('herald_')).join('\n')}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+for (const engine of ENGINES) {
+  describe(`a database that does not answer [${engine}]`, () => {
+    let h: TestHerald;
+    before(async () => {
+      h = await createTestHerald(engine, { metrics: { token: TOKEN, backlogCacheMs: 0 } });
+      await h.api('POST', '/v1/endpoints', { url: 'https://receiver.example.com/hook', event_types: ['alarm.created'] });
+      await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+    });
+    after(async () => {
+      await h.close();
+    });
+
+    test('/metrics answers within the bound with herald_database_up 0 and the last backlog read, then recovers', { timeout: 30_000 }, async () => {
+      assert.equal(sampleValue((await scrape(h)).samples, 'herald_database_up'), 1);
+      // Frozen: the embedded engine's one connection held by a transaction
+      // that does not end; PostgreSQL's deliveries table locked by another session.
+      let thaw!: () => Promise<void>;
+      if (engine === 'pglite') {
+        let release!: () => void;
+        const held = h.db.transaction(() => new Promise<void>((r) => (release = r)));
+        thaw = async () => {
+          release();
+          await held;
+        };
+      } else {
+        const locker = new pg.Client({ connectionString: (h.db as TestDb).url });
+        await locker.connect();
+        await locker.query('BEGIN');
+        await locker.query('LOCK TABLE deliveries IN ACCESS EXCLUSIVE MODE');
+        thaw = async () => {
+          await locker.query('ROLLBACK');
+          await locker.end();
+        };
+      }
+      try {
+        for (let i = 0; i < 2; i++) {
+          const started = performance.now();
+          const { samples } = await scrape(h);
+          const ms = performance.now() - started;
+          assert.ok(ms < 3_000, `answered in ${Math.round(ms)} ms`);
+          assert.equal(sampleValue(samples, 'herald_database_up'), 0);
+          assert.equal(sampleValue(samples, 'herald_deliveries_pending'), 1, 'the last value read');
+          assert.ok(sampleValue(samples, 'process_cpu_user_seconds_total')! > 0, 'what needs no database is reported');
+        }
+      } finally {
+        await thaw();
+      }
+      const samples = await within(
+        (async () => {
+          for (;;) {
+            const { samples } = await scrape(h);
+            if (sampleValue(samples, 'herald_database_up') === 1) return samples;
+            await new Promise((r) => setTimeout(r, 50));
+          }
+        })(),
+        10_000,
+        'herald_database_up back to 1',
+      );
+      assert.equal(sampleValue(samples, 'herald_deliveries_pending'), 1);
+    });
+
+    test('scrapes within a few seconds of each other share one reading of the database', async () => {
+      const queries: string[] = [];
+      const { createMetrics } = await import('../src/metrics/metrics.ts');
+      const counting = { ...h.db, transaction: <T>(fn: (tx: typeof h.db) => Promise<T>) => h.db.transaction((tx) => fn({ ...tx, query: (text: string, ...rest: unknown[]) => (queries.push(text), (tx.query as Function)(text, ...rest)) } as typeof h.db)) };
+      const metrics = createMetrics({ endpointLabels: false, db: counting as typeof h.db });
+      await Promise.all([metrics.scrape(), metrics.scrape()]);
+      await metrics.scrape();
+      assert.equal(queries.filter((q) => q.includes('deliveries')).length, 1);
+    });
+  });
+
+  describe(`the metrics port of a worker-only process [${engine}]`, () => {
+    let receiver: Receiver;
+    let worker: HeraldProcess | undefined;
+    let dataDir: string | undefined;
+    let testDb: TestDb | undefined;
+    let env: Record<string, string>;
+
+    before(async () => {
+      receiver = await startReceiver();
+      if (engine === 'pglite') {
+        dataDir = mkdtempSync(join(tmpdir(), 'herald-metrics-'));
+        env = { HERALD_DATA_DIR: dataDir };
+      } else {
+        testDb = await createTestDb('postgres');
+        env = { DATABASE_URL: testDb.url!, HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64') };
+      }
+      // One event waiting for the worker, stored before it starts (the embedded database is one process's).
+      const storage = await openStorage({ dataDir: dataDir ?? tmpdir(), databaseUrl: testDb?.url, encryptionKey: testDb ? TEST_KEY : undefined });
+      try {
+        const deps = createServiceDeps({ db: storage.db, encryptionKey: storage.encryptionKey, clock: systemClock, addresses: TEST_ADDRESSES });
+        const accountId = (await createAccount(storage.db, 'Acme')).id;
+        await createEndpoint(deps, accountId, { url: receiver.url, event_types: ['alarm.created'] });
+        await publishEvents(deps, accountId, [{ type: 'alarm.created', data: alarmData() }], { batch: false });
+      } finally {
+        await storage.close();
+      }
+    });
+    after(async () => {
+      worker?.child.kill('SIGKILL');
+      await worker?.exited;
+      await receiver.close();
+      await testDb?.close();
+      if (dataDir) rmSync(dataDir, { recursive: true, force: true });
+    });
+
+    test('herald start --role worker serves /metrics on HERALD_METRICS_PORT, behind the token, with its deliveries counted', { timeout: 60_000 }, async () => {
+      worker = await startHeraldProcess(['--role', 'worker'], { ...env, HERALD_METRICS_PORT: '0', HERALD_METRICS_TOKEN: TOKEN, HERALD_POLL_MS: '100' });
+      assert.equal(worker.url, undefined, 'no API');
+      assert.ok(worker.metricsUrl, worker.stderr());
+      await within(receiver.received(1), 15_000, 'the delivery');
+      const samples = await scrapeUntil(worker.metricsUrl, TOKEN, (s) => sampleValue(s, 'herald_delivery_attempts_total', { outcome: 'succeeded' }) === 1);
+      assert.equal(sampleValue(samples, 'herald_publish_to_delivery_seconds_count'), 1);
+      assert.equal(sampleValue(samples, 'herald_database_up'), 1);
+      assert.equal(sampleValue(samples, 'herald_endpoints', { state: 'enabled' }), 1);
+      assert.equal(sampleValue(samples, 'herald_events_published_total'), undefined, 'a worker publishes nothing');
+
+      const denied = await fetchMetrics(worker.metricsUrl, 'not-the-token-at-all');
+      assert.equal(denied.status, 401);
+      assert.equal(denied.headers.get('content-type'), 'application/problem+json; charset=utf-8');
+      assert.equal(JSON.parse(denied.body).code, 'unauthorized');
+      const elsewhere = await fetchMetrics(worker.metricsUrl.replace(/\/metrics$/, '/v1/events'), TOKEN);
+      assert.equal(elsewhere.status, 404);
+      assert.equal(JSON.parse(elsewhere.body).code, 'route_not_found');
+    });
+  });
+}
+
+describe('counting the backlog reads the deliveries_due index, never the table', { skip: !ENGINES.includes('postgres') && 'needs PostgreSQL (HERALD_TEST_DATABASE_URL)' }, () => {
+  test('with most of a large table pending, the plan is index scans only', async () => {
+    const db = await createTestDb('postgres');
+    try {
+      await db.query(`INSERT INTO accounts (id, name) VALUES ('00000000-0000-4000-8000-000000000001', 'a')`);
+      await db.query(
+        `INSERT INTO deliveries (id, account_id, event_id, endpoint_id, state, next_attempt_at, created_at, updated_at)
+         SELECT gen_random_uuid(), '00000000-0000-4000-8000-000000000001', gen_random_uuid(), gen_random_uuid(),
+                CASE WHEN i % 4 = 0 THEN 'succeeded' ELSE 'pending' END, now() - i * interval '1 s', now(), now()
+           FROM generate_series(1, 50000) i`,
+      );
+      await db.query('ANALYZE deliveries');
+      const { rows } = await db.query<{ 'QUERY PLAN': unknown }>(`EXPLAIN (FORMAT JSON) ${BACKLOG_SQL}`, [null, PENDING_COUNTED_UP_TO]);
+      const scans: string[] = [];
+      const walk = (node: { 'Node Type': string; 'Relation Name'?: string; 'Index Name'?: string; Plans?: unknown[] }) => {
+        if (node['Relation Name'] === 'deliveries') scans.push(`${node['Node Type']} ${node['Index Name'] ?? ''}`.trim());
+        for (const child of node.Plans ?? []) walk(child as typeof node);
+      };
+      walk((rows[0]!['QUERY PLAN'] as Array<{ Plan: Parameters<typeof walk>[0] }>)[0]!.Plan);
+      assert.deepEqual(scans, ['Index Only Scan deliveries_due', 'Index Only Scan deliveries_due']);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
+describe('the metrics port while PostgreSQL is stopped or frozen', { skip: !CLUSTER_AVAILABLE && 'needs PostgreSQL 15 binaries (initdb, pg_ctl)' }, () => {
+  let cluster: Cluster;
+  let worker: HeraldProcess | undefined;
+  before(async () => {
+    cluster = await startCluster();
+  });
+  after(async () => {
+    worker?.child.kill('SIGKILL');
+    await worker?.exited;
+    await cluster?.remove();
+  });
+
+  test('answers 200 within the bound with herald_database_up 0, and 1 again once the database is back', { timeout: 90_000 }, async () => {
+    worker = await startHeraldProcess(['--role', 'worker'], {
+      DATABASE_URL: cluster.url,
+      HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64'),
+      HERALD_DATABASE_TIMEOUT_MS: '1500',
+      HERALD_METRICS_PORT: '0',
+      HERALD_LOG_LEVEL: 'silent',
+    });
+    const url = worker.metricsUrl!;
+    await scrapeUntil(url, undefined, (s) => sampleValue(s, 'herald_database_up') === 1);
+    for (const fault of ['stop', 'freeze'] as const) {
+      if (fault === 'stop') await cluster.stop();
+      else cluster.freeze();
+      try {
+        // Past the cache of the last good reading.
+        const samples = await scrapeUntil(url, undefined, (s) => sampleValue(s, 'herald_database_up') === 0, 20_000);
+        assert.ok(sampleValue(samples, 'herald_database_pool_max_connections')! > 0);
+        const again = await fetchMetrics(url);
+        assert.equal(again.status, 200);
+        assert.ok(again.ms < 3_000, `${fault}: answered in ${Math.round(again.ms)} ms`);
+      } finally {
+        if (fault === 'stop') await cluster.start();
+        else cluster.thaw();
+      }
+      await scrapeUntil(url, undefined, (s) => sampleValue(s, 'herald_database_up') === 1, 30_000);
+    }
+  });
+});

@@ -16,6 +16,19 @@ export interface Backlog {
   endpoints: { enabled: number; disabled: number; throttled: number };
 }
 
+/** Exported for the test that checks its plan reads the index. */
+export const BACKLOG_SQL = `WITH t AS (SELECT coalesce($1::timestamptz, now()) AS now)
+  SELECT (SELECT count(*)::int FROM (SELECT 1 FROM deliveries WHERE state = 'pending' ORDER BY next_attempt_at LIMIT $2) p) AS pending,
+         (SELECT greatest(0, extract(epoch FROM t.now - d.next_attempt_at))::float8
+            FROM deliveries d WHERE d.state = 'pending' ORDER BY d.next_attempt_at LIMIT 1) AS oldest_due_s,
+         e.enabled, e.disabled, e.throttled
+    FROM t, LATERAL (
+      SELECT count(*) FILTER (WHERE enabled AND NOT throttled)::int AS enabled,
+             count(*) FILTER (WHERE NOT enabled)::int AS disabled,
+             count(*) FILTER (WHERE enabled AND throttled)::int AS throttled
+        FROM (SELECT enabled, (throttled_until > t.now OR throttle_limit IS NOT NULL) IS TRUE AS throttled FROM endpoints) s
+    ) e`;
+
 /**
  * What the metrics report of the database, in one statement. Each part reads
  * an index or a small table: the count and the oldest due time come from the
@@ -25,17 +38,7 @@ export interface Backlog {
  */
 export async function readBacklog(db: Queryable, now: Date | null): Promise<Backlog> {
   const { rows } = await db.query<{ pending: number; oldest_due_s: number | null; enabled: number; disabled: number; throttled: number }>(
-    `WITH t AS (SELECT coalesce($1::timestamptz, now()) AS now)
-     SELECT (SELECT count(*)::int FROM (SELECT 1 FROM deliveries WHERE state = 'pending' ORDER BY next_attempt_at LIMIT $2) p) AS pending,
-            (SELECT greatest(0, extract(epoch FROM t.now - d.next_attempt_at))::float8
-               FROM deliveries d WHERE d.state = 'pending' ORDER BY d.next_attempt_at LIMIT 1) AS oldest_due_s,
-            e.enabled, e.disabled, e.throttled
-       FROM t, LATERAL (
-         SELECT count(*) FILTER (WHERE enabled AND NOT throttled)::int AS enabled,
-                count(*) FILTER (WHERE NOT enabled)::int AS disabled,
-                count(*) FILTER (WHERE enabled AND throttled)::int AS throttled
-           FROM (SELECT enabled, (throttled_until > t.now OR throttle_limit IS NOT NULL) IS TRUE AS throttled FROM endpoints) s
-       ) e`,
+    BACKLOG_SQL,
     [now, PENDING_COUNTED_UP_TO],
   );
   const r = rows[0]!;
