@@ -10,6 +10,8 @@ import { createAccount } from '../src/services/accounts.ts';
 import { createServiceDeps } from '../src/services/deps.ts';
 import { createEndpoint } from '../src/services/endpoints.ts';
 import { publishEvents } from '../src/services/events.ts';
+import { createMetrics } from '../src/metrics/metrics.ts';
+import type { Db } from '../src/storage/db.ts';
 import { openStorage } from '../src/storage/open.ts';
 import { BACKLOG_SQL, PENDING_COUNTED_UP_TO } from '../src/storage/queries/metrics.ts';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
@@ -259,13 +261,19 @@ for (const engine of ENGINES) {
     });
 
     test('scrapes within a few seconds of each other share one reading of the database', async () => {
-      const queries: string[] = [];
-      const { createMetrics } = await import('../src/metrics/metrics.ts');
-      const counting = { ...h.db, transaction: <T>(fn: (tx: typeof h.db) => Promise<T>) => h.db.transaction((tx) => fn({ ...tx, query: (text: string, ...rest: unknown[]) => (queries.push(text), (tx.query as Function)(text, ...rest)) } as typeof h.db)) };
-      const metrics = createMetrics({ endpointLabels: false, db: counting as typeof h.db });
+      let readings = 0;
+      // The real database, counting the readings that go through it.
+      const counting: Db = {
+        ...h.db,
+        transaction: (fn) => {
+          readings += 1;
+          return h.db.transaction(fn);
+        },
+      };
+      const metrics = createMetrics({ endpointLabels: false, db: counting });
       await Promise.all([metrics.scrape(), metrics.scrape()]);
       await metrics.scrape();
-      assert.equal(queries.filter((q) => q.includes('deliveries')).length, 1);
+      assert.equal(readings, 1);
     });
   });
 
