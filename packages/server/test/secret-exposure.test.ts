@@ -154,8 +154,10 @@ for (const engine of ENGINES) {
 
     before(async () => {
       receiver = await startReceiver();
-      // A failure, then successes: every kind of attempt line is written.
-      receiver.respond((_req, i) => ({ status: i === 0 ? 500 : i === 1 ? 410 : 204 }));
+      // A failure, a redirect (a permanent failure), then successes: every kind of attempt line is written.
+      receiver.respond((_req, i) =>
+        i === 0 ? { status: 500 } : i === 1 ? { status: 302, headers: { location: 'https://elsewhere.example.com/in?token=redirect-held-secret' } } : { status: 204 },
+      );
       // At trace level, with the endpoint label: the most either can show.
       h = await createTestHerald(engine, { metrics: { token: metricsToken, endpointLabels: true, logLevel: 'trace', backlogCacheMs: 0 } });
     });
@@ -183,6 +185,7 @@ for (const engine of ENGINES) {
         assertAbsent(text, metricsToken, where);
         assertAbsent(text, TEST_KEY.toString('base64'), where);
         assert.ok(!text.includes('url-held-secret'), `${where} must not contain the endpoint's address`);
+        assert.ok(!text.includes('redirect-held-secret'), `${where} must not contain where a redirect pointed`);
       }
     });
   });

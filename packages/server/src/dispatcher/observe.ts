@@ -42,7 +42,9 @@ export function observeResults(record: DispatcherParts['record'], o: { metrics?:
         result,
         status: a.statusCode,
         duration_ms: a.durationMs,
-        ...(a.error ? { error: a.error } : {}),
+        // Not a redirect's: it names the Location, an address of the receiver's
+        // that may hold a token, as the endpoint's own address may.
+        ...(a.error && result !== '3xx' ? { error: a.error } : {}),
       };
       if (a.outcome === 'failed') o.log.info(line, 'delivery failed');
       else o.log.debug(line, a.outcome === 'succeeded' ? 'delivery attempt succeeded' : 'delivery attempt failed; it will be retried');
