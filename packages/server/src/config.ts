@@ -57,6 +57,9 @@ export interface Config {
   /** base64 of 32 bytes; required with PostgreSQL, generated into dataDir otherwise. */
   encryptionKey: Buffer | undefined;
   logLevel: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  /** `json`: one JSON object a line, for a log collector. `pretty`: coloured, one readable line each, for a person at a terminal. */
+  logFormat: 'json' | 'pretty';
+  metrics: MetricsConfig;
   /** Largest request body the API accepts, in bytes. */
   maxBodyBytes: number;
   /** How long a client has to send a whole request, headers and body; a stalled one gets 408 and is closed. */
@@ -93,6 +96,23 @@ export interface Config {
    * drop them, so it adds them back from this file.
    */
   extraCaFile: string | undefined;
+}
+
+/** Prometheus metrics (docs/running.md, "Metrics and logs"). */
+export interface MetricsConfig {
+  /**
+   * A port of its own for GET /metrics, on HERALD_HOST, for the operator's
+   * network only; every role serves it (a worker has no API port). Unset: none.
+   */
+  port: number | undefined;
+  /**
+   * Scrapers send it as `Authorization: Bearer <token>`. Set, /metrics is also
+   * served on the API port, and the metrics port asks for it too; unset, the
+   * API port has no /metrics (it would be open to anyone who reaches the API).
+   */
+  token: string | undefined;
+  /** Adds an `endpoint` label (the endpoint id) to the attempt metrics: one series per endpoint, for small installations. */
+  endpointLabels: boolean;
 }
 
 /** What development mode adds to the allowed networks: this machine. */
@@ -208,6 +228,14 @@ function oneOf<T extends string>(setting: string, raw: string | undefined, allow
   return raw as T;
 }
 
+/** Long enough not to be guessed, and sendable in a header as it is. */
+function metricsToken(raw: string | undefined): string | undefined {
+  if (raw === undefined || raw === '') return undefined;
+  if (!/^[\x21-\x7e]+$/.test(raw)) throw new ConfigError('HERALD_METRICS_TOKEN', 'must be printable ASCII without spaces; generate one with: openssl rand -hex 32');
+  if (raw.length < 16) throw new ConfigError('HERALD_METRICS_TOKEN', `must be at least 16 characters, got ${raw.length}; generate one with: openssl rand -hex 32`);
+  return raw;
+}
+
 function encryptionKey(raw: string | undefined): Buffer | undefined {
   if (raw === undefined || raw === '') return undefined;
   const key = Buffer.from(raw, 'base64');
@@ -296,6 +324,12 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
     trustedProxies: networks('HERALD_TRUSTED_PROXIES', env.HERALD_TRUSTED_PROXIES),
     encryptionKey: encryptionKey(env.HERALD_ENCRYPTION_KEY),
     logLevel: oneOf('--log-level / HERALD_LOG_LEVEL', flags.logLevel ?? env.HERALD_LOG_LEVEL, LOG_LEVELS, 'info'),
+    logFormat: oneOf('HERALD_LOG_FORMAT', env.HERALD_LOG_FORMAT, ['json', 'pretty'] as const, 'json'),
+    metrics: {
+      port: env.HERALD_METRICS_PORT ? integer('HERALD_METRICS_PORT', env.HERALD_METRICS_PORT, 0, 0, 65535) : undefined,
+      token: metricsToken(env.HERALD_METRICS_TOKEN),
+      endpointLabels: flag('HERALD_METRICS_ENDPOINT_LABELS', env.HERALD_METRICS_ENDPOINT_LABELS),
+    },
     maxBodyBytes: integer('HERALD_MAX_BODY_BYTES', env.HERALD_MAX_BODY_BYTES, 1024 * 1024, 1024, 64 * 1024 * 1024),
     bodyTimeoutMs: integer('HERALD_BODY_TIMEOUT_MS', env.HERALD_BODY_TIMEOUT_MS, DEFAULT_BODY_TIMEOUT_MS, 100, 3_600_000),
     databaseTimeoutMs: integer('HERALD_DATABASE_TIMEOUT_MS', env.HERALD_DATABASE_TIMEOUT_MS, DEFAULT_DATABASE_TIMEOUT_MS, 100, 600_000),
@@ -361,6 +395,10 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       `is for a developer's own machine and needs Herald to listen there only, but --host / HERALD_HOST is ${config.host}. ` +
         'Leave HERALD_HOST unset (127.0.0.1) or set it to localhost, 127.0.0.1 or ::1; on a server, run without --dev',
     );
+  }
+  // Both on one port would be one listener asked to serve twice.
+  if (config.metrics.port !== undefined && config.metrics.port !== 0 && config.metrics.port === config.port && config.role !== 'worker') {
+    throw new ConfigError('HERALD_METRICS_PORT', `must differ from the API's port (${config.port}); to scrape the API port, set HERALD_METRICS_TOKEN instead`);
   }
   if (config.databaseUrl && !config.encryptionKey) {
     throw new ConfigError(

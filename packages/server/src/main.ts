@@ -1,6 +1,7 @@
 import { panelDistDir } from '@herald/panel';
 import type { FastifyInstance } from 'fastify';
 import { pino } from 'pino';
+import pinoPretty from 'pino-pretty';
 import { readFileSync } from 'node:fs';
 import type { Writable } from 'node:stream';
 import type { Config } from './config.ts';
@@ -15,6 +16,8 @@ import { createAgent } from './outbound/agent.ts';
 import { sendAttempt } from './outbound/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
 import { buildApp, LOG_REDACT } from './http/app.ts';
+import { listenMetrics } from './http/metrics.ts';
+import { createMetrics } from './metrics/metrics.ts';
 import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { createMaintainer } from './maintenance/maintainer.ts';
@@ -24,6 +27,8 @@ import { reapAllLeases } from './storage/queries/claim-deliveries.ts';
 export interface Herald {
   /** Where the API listens (absent for `--role worker`). */
   url: string | undefined;
+  /** The metrics port's address, when HERALD_METRICS_PORT is set. */
+  metricsUrl: string | undefined;
   /**
    * First run: the panel's setup page with this process's one-time token in
    * the fragment, when the API started while Herald had no user. Printed
@@ -59,11 +64,22 @@ function extraCas(file: string | undefined): string[] {
   }
 }
 
+/**
+ * The process's logger: JSON lines (for a log collector), or with
+ * HERALD_LOG_FORMAT=pretty one readable line each, coloured on a terminal.
+ * Written synchronously, so that the last lines before an exit are not lost.
+ */
+function createLogger(config: Readonly<Config>, logStream: Writable | undefined) {
+  const destination = logStream ?? process.stdout;
+  const stream = config.logFormat === 'pretty' ? pinoPretty({ destination, sync: true, colorize: !logStream && process.stdout.isTTY === true }) : destination;
+  return pino({ level: config.logLevel, redact: LOG_REDACT }, stream);
+}
+
 /** The composition root: config → storage → API and/or dispatcher. */
 export async function startHerald({ config, clock = systemClock, logStream }: StartOptions): Promise<Herald> {
-  // The process's own logger (the API's has the same format): a database
-  // connection can fail before or outside any request.
-  const processLog = pino({ level: config.logLevel, redact: LOG_REDACT }, logStream ?? process.stdout);
+  // The process's own logger, the API's parent: a database connection can
+  // fail before or outside any request.
+  const processLog = createLogger(config, logStream);
   const storage = await openStorage(config, {
     poolSize: config.dispatcher.concurrency > 64 ? 20 : 10,
     onError: (err, what) => processLog.warn({ err }, what),
@@ -71,7 +87,9 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
   const closers: Array<() => Promise<unknown>> = [];
   try {
     if (storage.db.engine === 'pglite') await reapAllLeases(storage.db, databaseTime(clock));
+    const metrics = createMetrics({ endpointLabels: config.metrics.endpointLabels, db: storage.db, now: () => databaseTime(clock) });
     const deps = createServiceDeps({
+      metrics,
       db: storage.db,
       encryptionKey: storage.encryptionKey,
       clock,
@@ -102,7 +120,8 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         maxBodyBytes: config.maxBodyBytes,
         bodyTimeoutMs: config.bodyTimeoutMs,
         logLevel: config.logLevel,
-        logStream,
+        logger: processLog,
+        metricsToken: config.metrics.token,
         panel: { root: panelDistDir },
         stopping: () => stopping,
       });
@@ -115,8 +134,15 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       const admin = await listenAdminSocket(deps, config.dataDir);
       closers.push(() => admin.close());
     }
-    // A worker-only process has no API logger; it gets one of its own, same format.
+    // A worker-only process has no API logger: the process's own.
     const log = app?.log ?? processLog;
+    // Every role, a worker's too: it has no API port to scrape.
+    let metricsUrl: string | undefined;
+    if (config.metrics.port !== undefined) {
+      const server = await listenMetrics({ metrics, token: config.metrics.token, host: config.host, port: config.metrics.port, log: processLog });
+      metricsUrl = server.url;
+      closers.push(() => server.close());
+    }
     let dispatcher: Dispatcher | undefined;
     let stopDispatcher = async () => {};
     if (config.role !== 'api') {
@@ -124,7 +150,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
       // flight: a request never waits in the client for one.
       const agent = createAgent({ connections: config.dispatcher.originConcurrency, addresses: deps.addresses, timeoutMs: config.dispatcher.requestTimeoutMs, connect });
       dispatcher = createDispatcher({
-        ...databaseParts(storage.db, config.dispatcher),
+        ...databaseParts(storage.db, config.dispatcher, { metrics, log }),
         config: config.dispatcher,
         clock,
         log,
@@ -158,6 +184,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
     let closing: Promise<boolean> | undefined;
     return {
       url,
+      metricsUrl,
       setupLink,
       app,
       dispatcher,

@@ -174,4 +174,27 @@ describe('config', () => {
     assert.equal(c.databaseUrl, undefined);
     assert.equal(c.role, 'all');
   });
+
+  test('metrics: off the API port and no port of their own by default; each setting checked', () => {
+    const c = loadConfig({ env: {} });
+    assert.deepEqual({ ...c.metrics }, { port: undefined, token: undefined, endpointLabels: false });
+    assert.equal(c.logFormat, 'json');
+    const set = loadConfig({
+      env: { HERALD_METRICS_PORT: '9464', HERALD_METRICS_TOKEN: 'a'.repeat(16), HERALD_METRICS_ENDPOINT_LABELS: '1', HERALD_LOG_FORMAT: 'pretty' },
+    });
+    assert.deepEqual({ ...set.metrics }, { port: 9464, token: 'a'.repeat(16), endpointLabels: true });
+    assert.equal(set.logFormat, 'pretty');
+    assert.equal(loadConfig({ env: { HERALD_METRICS_PORT: '0' } }).metrics.port, 0, '0 picks a free port');
+    for (const bad of ['http', '-1', '65536', '9464.5']) refused({ HERALD_METRICS_PORT: bad }, 'HERALD_METRICS_PORT');
+    refused({ HERALD_METRICS_PORT: '8080' }, 'HERALD_METRICS_PORT');
+    refused({ HERALD_METRICS_PORT: '9000', HERALD_PORT: '9000' }, 'HERALD_METRICS_PORT');
+    assert.equal(loadConfig({ env: { HERALD_METRICS_PORT: '8080', HERALD_ROLE: 'worker' } }).metrics.port, 8080, 'a worker has no API port');
+    for (const bad of ['short', 'has a space in it!!', `${'x'.repeat(20)}\u00e9`]) refused({ HERALD_METRICS_TOKEN: bad }, 'HERALD_METRICS_TOKEN');
+    refused({ HERALD_METRICS_ENDPOINT_LABELS: 'yes' }, 'HERALD_METRICS_ENDPOINT_LABELS');
+    refused({ HERALD_LOG_FORMAT: 'text' }, 'HERALD_LOG_FORMAT');
+  });
+
+  test('a refused metrics token is not repeated in the message', () => {
+    assert.throws(() => loadConfig({ env: { HERALD_METRICS_TOKEN: 'tiny-secret' } }), (err: Error) => !err.message.includes('tiny-secret'));
+  });
 });

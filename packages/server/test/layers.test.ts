@@ -23,12 +23,13 @@ const LAYERS: ReadonlyArray<{ layer: string; rank: number; holds: string }> = [
   { layer: 'storage', rank: 1, holds: 'the database port, both engines, migrations, one query per function' },
   { layer: 'outbound', rank: 1, holds: 'sending to receivers: the address-checked agent, the sender, transport error descriptions' },
   { layer: 'dev', rank: 1, holds: "development mode's certificate authority and the trust it adds" },
-  { layer: 'services', rank: 2, holds: 'what the API does, independent of HTTP' },
-  { layer: 'dispatcher', rank: 3, holds: 'the delivery worker: claim, send, record' },
-  { layer: 'maintenance', rank: 4, holds: 'the maintainer: retention, pruning, vacuuming, the schema check' },
-  { layer: 'http', rank: 5, holds: 'the HTTP API and the admin socket' },
-  { layer: 'main.ts', rank: 6, holds: 'the composition root' },
-  { layer: 'cli', rank: 7, holds: 'the herald command' },
+  { layer: 'metrics', rank: 2, holds: "the Prometheus metrics: what the services and the dispatcher count, the gauges read from the database" },
+  { layer: 'services', rank: 3, holds: 'what the API does, independent of HTTP' },
+  { layer: 'dispatcher', rank: 4, holds: 'the delivery worker: claim, send, record' },
+  { layer: 'maintenance', rank: 5, holds: 'the maintainer: retention, pruning, vacuuming, the schema check' },
+  { layer: 'http', rank: 6, holds: 'the HTTP API, the admin socket and the metrics port' },
+  { layer: 'main.ts', rank: 7, holds: 'the composition root' },
+  { layer: 'cli', rank: 8, holds: 'the herald command' },
 ];
 
 /** Modules every layer may import; what each of them may import in turn. */

@@ -6,6 +6,7 @@ import { decryptSecret } from '../src/core/secrets.ts';
 import { buildApp } from '../src/http/app.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, TEST_KEY, type TestHerald } from './helpers/herald.ts';
+import { startReceiver, type Receiver } from './helpers/receiver.ts';
 
 /** Every form in which a secret could leak: as is, its random part, and as hex or base64 of its bytes. */
 function forms(secret: string): string[] {
@@ -140,6 +141,51 @@ for (const engine of ENGINES) {
       for (const res of errors) {
         assert.ok(res.status >= 400);
         assertAbsent(JSON.stringify(res.json), secret, 'an error');
+      }
+    });
+  });
+}
+
+for (const engine of ENGINES) {
+  describe(`the metrics and the delivery log carry no secret [${engine}]`, () => {
+    const metricsToken = 'metrics-token-that-must-stay-secret-42';
+    let h: TestHerald;
+    let receiver: Receiver;
+
+    before(async () => {
+      receiver = await startReceiver();
+      // A failure, a redirect (a permanent failure), then successes: every kind of attempt line is written.
+      receiver.respond((_req, i) =>
+        i === 0 ? { status: 500 } : i === 1 ? { status: 302, headers: { location: 'https://elsewhere.example.com/in?token=redirect-held-secret' } } : { status: 204 },
+      );
+      // At trace level, with the endpoint label: the most either can show.
+      h = await createTestHerald(engine, { metrics: { token: metricsToken, endpointLabels: true, logLevel: 'trace', backlogCacheMs: 0 } });
+    });
+    after(async () => {
+      await h.close();
+      await receiver.close();
+    });
+
+    test('neither the signing secret, the API key, the metrics token, the operator key nor the address with its token', async () => {
+      const created = await h.api('POST', '/v1/endpoints', { url: `${receiver.url}/hook?token=url-held-secret`, event_types: ['alarm.created'] });
+      const secret = created.json.secret as string;
+      for (let i = 0; i < 3; i++) await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+      await h.drain();
+      assert.ok(receiver.requests.length >= 3);
+      const denied = await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${metricsToken}-wrong` } });
+      assert.equal(denied.statusCode, 401);
+      const scraped = await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization: `Bearer ${metricsToken}` } });
+      assert.equal(scraped.statusCode, 200);
+      assert.ok(scraped.body.includes(`endpoint="${created.json.id}"`), 'the scrape does cover the endpoint');
+      const logs = h.logs();
+      assert.ok(logs.includes('delivery attempt succeeded') && logs.includes('delivery failed'), 'the log does cover the attempts');
+      for (const [where, text] of [['the metrics', scraped.body], ['the 401', denied.body], ['the log', logs]] as const) {
+        assertAbsent(text, secret, where);
+        assertAbsent(text, h.apiKey, where);
+        assertAbsent(text, metricsToken, where);
+        assertAbsent(text, TEST_KEY.toString('base64'), where);
+        assert.ok(!text.includes('url-held-secret'), `${where} must not contain the endpoint's address`);
+        assert.ok(!text.includes('redirect-held-secret'), `${where} must not contain where a redirect pointed`);
       }
     });
   });

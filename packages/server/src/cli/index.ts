@@ -79,6 +79,7 @@ program
     const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
     console.error(`Herald is running (${cfg.role}) on ${engine}.`);
     if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
+    if (herald.metricsUrl) console.error(`Metrics: ${herald.metricsUrl}/metrics`);
     // The one place the setup token is shown: the console of the person who started Herald.
     if (herald.setupLink) console.error(`First run: open ${herald.setupLink} to create the first user (this link works until then).`);
     console.error('First steps:\n  create the first user in the control panel (first run: with the link above), or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');

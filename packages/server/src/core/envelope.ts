@@ -33,3 +33,19 @@ export function canonicalJson(value: unknown): string {
   }
   return JSON.stringify(value) ?? 'null';
 }
+
+/** How far into an envelope its created_at is looked for: after the id (a UUID) and the type (a catalog name, short in practice). */
+const CREATED_AT_WITHIN = 1024;
+
+/**
+ * An envelope's created_at, read from its first bytes (serialiseEnvelope
+ * writes it third) without parsing a body that may be a megabyte; null if
+ * it is not within
+ * the first CREATED_AT_WITHIN bytes.
+ */
+export function envelopeCreatedAt(body: Buffer): Date | null {
+  const head = body.subarray(0, CREATED_AT_WITHIN).toString('latin1');
+  const match = /^\{"id":"[^"]*","type":"[^"]*","created_at":"([^"]{1,40})"/.exec(head);
+  const at = match ? new Date(match[1]!) : null;
+  return at && !Number.isNaN(at.getTime()) ? at : null;
+}

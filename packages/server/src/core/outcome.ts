@@ -58,3 +58,15 @@ export function classifyOutcome(result: AttemptResult): Outcome {
   // 1xx that is not an interim response, or a status outside 100..599.
   return { verdict: 'permanent', error: `HTTP ${status}: not a valid final status`, status };
 }
+
+/**
+ * How an attempt ended, in a few fixed words for the metrics and the log:
+ * the status class (`429` apart: it slows the endpoint down), or the
+ * transport failure's kind.
+ */
+export function resultLabel(result: AttemptResult): string {
+  if (result.stage === 'transport') return result.kind;
+  const { status } = result;
+  if (status === 429) return '429';
+  return status >= 200 && status < 600 ? `${Math.floor(status / 100)}xx` : 'other';
+}

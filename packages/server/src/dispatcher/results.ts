@@ -1,10 +1,25 @@
 import type { RetrySchedule } from '../config.ts';
 import { decryptSecret } from '../core/secrets.ts';
-import { classifyOutcome } from '../core/outcome.ts';
+import { envelopeCreatedAt } from '../core/envelope.ts';
+import { classifyOutcome, resultLabel } from '../core/outcome.ts';
 import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
 import type { SendResult } from '../outbound/send.ts';
 import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
 import type { DeliveryResult, ResultOutcome } from '../storage/queries/record-results.ts';
+
+/**
+ * What the worker saw of a sent attempt besides what is stored, for the
+ * metrics and the log (`observeResults`); it travels with the result to the
+ * recorder and is never written.
+ */
+export interface Seen {
+  /** How the attempt ended, in a few fixed words (`resultLabel`). */
+  result: string;
+  /** The event's created_at, for a delivery that succeeded. */
+  eventCreatedAt: Date | null;
+}
+
+export type SeenResult = DeliveryResult & { seen?: Seen };
 
 /** A claimed delivery's result with nothing sent (skipped, or given back unsent). */
 export function unsent(d: ClaimedDelivery, outcome: ResultOutcome, error: string | null = null): DeliveryResult {
@@ -23,7 +38,7 @@ export function resultOf(
   sent: SendResult,
   sentAs: { id: string; startedAt: Date; signature: string },
   p: { now: Date; random: () => number; schedule: RetrySchedule },
-): DeliveryResult {
+): SeenResult {
   const verdict = classifyOutcome(sent.result);
   const aborted = sent.result.stage === 'transport' && sent.result.kind === 'aborted';
   let outcome: ResultOutcome = aborted ? 'given_back' : verdict.verdict === 'success' ? 'succeeded' : 'failed';
@@ -40,6 +55,7 @@ export function resultOf(
     retryInMs,
     status: verdict.status,
     throttle: verdict.status === 429 || verdict.status === 503 ? { retryAfterMs: retryAfterMs ?? null } : null,
+    seen: { result: resultLabel(sent.result), eventCreatedAt: outcome === 'succeeded' ? envelopeCreatedAt(d.body) : null },
     attempt: {
       id: sentAs.id,
       accountId: d.account_id,

@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Writable } from 'node:stream';
 import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import type { ServiceDeps } from '../services/deps.ts';
@@ -12,6 +12,8 @@ import type { LoginLimiter } from './login-limiter.ts';
 import { registerOpenApi } from './openapi.ts';
 import { panelRoutes, type PanelOptions } from './panel.ts';
 import { registerInputChecks } from './input-checks.ts';
+import { metricsNotHere, metricsRoute } from './metrics.ts';
+import { echoRequestId, requestIdOf } from './request-id.ts';
 import { databaseProblem, problemOf, refuseWhileClosing, sendProblem, toProblem } from './problem.ts';
 import { checkReadiness, READINESS_TIMEOUT_MS } from '../storage/readiness.ts';
 import { registerRateLimits } from './rate-limit.ts';
@@ -52,6 +54,14 @@ export interface AppOptions extends RouteDeps {
   rateLimits?: RateLimits;
   /** Where logs go; stdout by default. Tests pass a stream to inspect them. */
   logStream?: Writable;
+  /** The process's logger (its format and level); one made from `logLevel` and `logStream` otherwise. */
+  logger?: FastifyBaseLogger;
+  /**
+   * HERALD_METRICS_TOKEN: with it (and `metrics`), GET /metrics on this port,
+   * for scrapers that send it. Without it the API port has no /metrics: it
+   * would be open to anyone who can reach the API.
+   */
+  metricsToken?: string;
   /** Serve the control panel at `/` from this build; without it, only the API. */
   panel?: PanelOptions;
   /** Panel sign-in settings; the configuration's defaults otherwise. */
@@ -91,11 +101,11 @@ export const LOG_REDACT = {
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const bodyTimeoutMs = options.bodyTimeoutMs ?? DEFAULT_BODY_TIMEOUT_MS;
   const app = Fastify({
-    logger: {
-      level: options.logLevel,
-      redact: LOG_REDACT,
-      ...(options.logStream ? { stream: options.logStream } : {}),
-    },
+    ...(options.logger
+      ? { loggerInstance: options.logger }
+      : { logger: { level: options.logLevel, redact: LOG_REDACT, ...(options.logStream ? { stream: options.logStream } : {}) } }),
+    // Every log line of a request carries its id (reqId), the proxy's or the client's if it sent a sane one.
+    genReqId: requestIdOf,
     bodyLimit: options.maxBodyBytes,
     // A request, headers and body, must arrive within the bound (fastify turns
     // Node's default off). Node uses the smaller of the two timeouts for the
@@ -118,6 +128,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // The API takes JSON only: without this, fastify's built-in text/plain parser
   // would turn a wrongly typed body into a confusing schema error instead of a 415.
   app.removeContentTypeParser('text/plain');
+  echoRequestId(app);
   registerInputChecks(app);
   refuseWhileClosing(app);
 
@@ -172,6 +183,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       return sendProblem(reply, databaseProblem(readiness.reason, readiness.detail));
     },
   );
+
+  // Outside /v1: the scraper has a token of its own, not an account's key.
+  if (options.metrics && options.metricsToken) metricsRoute(app, { metrics: options.metrics, token: options.metricsToken });
+  else if (options.metrics) metricsNotHere(app);
 
   await app.register(async (v1) => {
     const panelAuth = options.panelAuth ?? DEFAULT_PANEL_AUTH;

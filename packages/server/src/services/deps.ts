@@ -5,6 +5,7 @@ import { UuidV7Maker } from '../core/ids.ts';
 import { PasswordHasher } from '../core/passwords.ts';
 import { SchemaValidator } from '../core/schema-validator.ts';
 import type { SetupToken } from '../core/setup-token.ts';
+import type { Metrics } from '../metrics/metrics.ts';
 import type { Db } from '../storage/db.ts';
 import { ApiKeyCache } from './api-key-cache.ts';
 import { EventCatalog } from './catalog.ts';
@@ -42,6 +43,8 @@ export interface ServiceDeps {
   publishQueue: PublishQueue;
   /** Time-ordered ids for new events and attempts. */
   ids: UuidV7Maker;
+  /** The process's metrics (events published); absent in tools and tests that count nothing. */
+  metrics?: Metrics;
 }
 
 /** What only the caller can say; createServiceDeps builds the rest. */
@@ -54,6 +57,7 @@ export interface ServiceDepsOptions {
   setupToken?: SetupToken;
   /** Tests pass their own (a small one, or one that counts). */
   passwords?: PasswordHasher;
+  metrics?: Metrics;
 }
 
 /**

@@ -118,7 +118,7 @@ export async function publishEvents(
     // One event: nothing to undo after the insert, so it can share a
     // statement and a commit with other publishes (group commit).
     const inserted = await deps.publishQueue.add(rows[0]!);
-    return answer(deps.db, new Set(inserted ? [checked[0]!.id] : []));
+    return counted(deps, await answer(deps.db, new Set(inserted ? [checked[0]!.id] : [])));
   }
   // A batch is all or nothing, so a conflict found after the insert must undo
   // it: its own transaction. Results keep the input order.
@@ -130,6 +130,12 @@ export async function publishEvents(
   });
   // After commit, so a woken dispatcher finds the rows.
   if (pending > 0) deps.newWork.announce();
+  return counted(deps, published);
+}
+
+/** Counts the events newly stored (herald_events_published_total): a replay stored nothing. */
+function counted(deps: ServiceDeps, published: PublishedEvent[]): PublishedEvent[] {
+  deps.metrics?.published(published.flatMap((e) => (e.duplicate ? [] : [e.type])));
   return published;
 }
 

@@ -34,8 +34,22 @@ export interface SessionLock {
   release(): Promise<void>;
 }
 
+/** The connection pool as the metrics show it. */
+export interface PoolStats {
+  /** Connections open (PostgreSQL); the embedded engine's one connection. */
+  total: number;
+  /** Open and unused. */
+  idle: number;
+  /** Queries waiting for a connection (PostgreSQL), or behind the one running (embedded). */
+  waiting: number;
+  /** The most connections the pool opens. */
+  max: number;
+}
+
 export interface Db extends Queryable {
   readonly engine: Engine;
+  /** How busy the connections are, for the metrics; absent on test doubles. */
+  poolStats?(): PoolStats;
   /** Runs `fn` in one transaction; commits when it resolves, rolls back when it throws. */
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Runs several statements separated by semicolons, without parameters (migrations). */

@@ -17,15 +17,23 @@ function normaliseRow(row: Row): Row {
   return row;
 }
 
-function wrap(target: PGlite | Transaction): Queryable {
+/** Queries started and not yet answered: PGlite runs one at a time, the others wait their turn. */
+interface Busy {
+  queries: number;
+}
+
+function wrap(target: PGlite | Transaction, busy: Busy): Queryable {
   return {
     async query<R>(text: string, params?: readonly unknown[]): Promise<QueryResult<R>> {
       let res;
+      busy.queries += 1;
       try {
         res = await target.query<Row>(text, params as unknown[] | undefined);
       } catch (err) {
         // A read-only database (default_transaction_read_only) answers like PostgreSQL's.
         throw asDatabaseError(err);
+      } finally {
+        busy.queries -= 1;
       }
       return { rows: res.rows.map(normaliseRow) as R[], rowCount: Math.max(res.rows.length, res.affectedRows ?? 0) };
     },
@@ -42,12 +50,15 @@ export interface PgliteOptions {
 /** The embedded adapter: PostgreSQL compiled to WebAssembly, in this process. */
 export async function openPglite(options: PgliteOptions = {}): Promise<Db & { dump(): Promise<Blob> }> {
   const pg = await PGlite.create({ dataDir: options.dataDir, loadDataDir: options.loadDataDir });
-  const base = wrap(pg);
+  const busy: Busy = { queries: 0 };
+  const base = wrap(pg, busy);
   return {
     engine: 'pglite',
     query: base.query,
+    // One connection, in this process: busy while a query runs, the rest wait behind it.
+    poolStats: () => ({ total: 1, idle: busy.queries === 0 ? 1 : 0, waiting: Math.max(0, busy.queries - 1), max: 1 }),
     transaction(fn) {
-      return pg.transaction((tx) => fn(wrap(tx)));
+      return pg.transaction((tx) => fn(wrap(tx, busy)));
     },
     async exec(sql) {
       try {

@@ -106,6 +106,7 @@ export async function openPostgres(options: PostgresOptions): Promise<Db> {
   return {
     engine: 'postgres',
     query: base.query,
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount, max: options.max ?? 10 }),
     async transaction(fn) {
       let client: pg.PoolClient;
       try {

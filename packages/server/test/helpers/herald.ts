@@ -19,6 +19,8 @@ import { createAccount, createApiKey } from '../../src/services/accounts.ts';
 import { createServiceDeps, type ServiceDeps } from '../../src/services/deps.ts';
 import type { OutboundDeps } from '../../src/services/test-event.ts';
 import type { Engine } from '../../src/storage/db.ts';
+import { databaseTime } from '../../src/core/clock.ts';
+import { createMetrics, type Metrics } from '../../src/metrics/metrics.ts';
 import { createTestClock, type TestClock } from './clock.ts';
 import { createTestDb, type TestDb } from './engines.ts';
 import { OpenApiChecker } from './openapi-check.ts';
@@ -42,8 +44,10 @@ export interface TestHerald {
   apiKey: string;
   /** First-run setup's token (what Herald would print as the setup link). */
   setupToken: SetupToken;
-  /** Everything the API logged. */
+  /** Everything the API (and, with `metrics`, the dispatcher) logged. */
   logs(): string;
+  /** The metrics, when asked for (`options.metrics`). */
+  metrics: Metrics | undefined;
   /** Calls the API with the test account's key (or `as`); the response is checked against the OpenAPI document. */
   api(method: string, url: string, body?: unknown, as?: string, headers?: Record<string, string>): Promise<{ status: number; json: any; headers: Record<string, unknown> }>;
   /** Calls the API with only the headers given (no key); the response is checked against the OpenAPI document. */
@@ -116,13 +120,21 @@ export async function createTestHerald(
     bodyTimeoutMs?: number;
     /** How long deliveries are kept (the defaults otherwise: 30 and 90 days). */
     retention?: RetentionConfig;
+    /**
+     * Metrics as main.ts wires them: counted by the publish service and the
+     * dispatcher (whose attempts are then logged too), GET /metrics with `token`.
+     */
+    metrics?: { endpointLabels?: boolean; token?: string; backlogCacheMs?: number; logLevel?: string };
   } = {},
 ): Promise<TestHerald> {
   const db = await createTestDb(engine);
   const clock = createTestClock();
   const setupToken = new SetupToken();
   // As main.ts builds them.
-  const deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: clock.now, addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords, setupToken });
+  const metrics = options.metrics
+    ? createMetrics({ endpointLabels: options.metrics.endpointLabels ?? false, db, now: () => databaseTime(clock.now), backlogCacheMs: options.metrics.backlogCacheMs })
+    : undefined;
+  const deps = createServiceDeps({ db, encryptionKey: TEST_KEY, clock: clock.now, addresses: options.addresses ?? TEST_ADDRESSES, passwords: options.passwords, setupToken, metrics });
   const config = testDispatcherConfig(options.dispatcher);
   const logStream = new PassThrough();
   const logChunks: Buffer[] = [];
@@ -136,8 +148,9 @@ export async function createTestHerald(
     rateLimits: { managementPerMinute: 0, ingestPerMinute: 0, unauthenticatedPerMinute: 0, ...options.rateLimits },
     maxBodyBytes: 1024 * 1024,
     bodyTimeoutMs: options.bodyTimeoutMs,
-    logLevel: 'info',
+    logLevel: options.metrics?.logLevel ?? 'info',
     logStream,
+    metricsToken: options.metrics?.token,
     panel: options.panel,
     panelAuth: { ...DEFAULT_PANEL_AUTH, ...options.panelAuth },
     loginLimiter: options.loginLimiter,
@@ -147,12 +160,13 @@ export async function createTestHerald(
   });
   const dispatcherAgent = createAgent({ connections: config.originConcurrency, addresses: deps.addresses, timeoutMs: config.requestTimeoutMs, connect: { ca: TLS.ca }, lookup: options.lookup });
   const dispatcher = createDispatcher({
-    ...databaseParts(db, config),
+    ...databaseParts(db, config, metrics ? { metrics, log: app.log } : undefined),
     config,
     clock: clock.now,
     encryptionKey: TEST_KEY,
     send: (req) => sendAttempt(dispatcherAgent, req),
     random: options.random ?? (() => 0.5),
+    ...(metrics ? { log: app.log } : {}),
   });
 
   const openApi = new OpenApiChecker((await app.inject({ method: 'GET', url: '/openapi.json' })).json());
@@ -173,6 +187,7 @@ export async function createTestHerald(
     clock,
     ...main,
     setupToken,
+    metrics,
     logs: () => Buffer.concat(logChunks).toString('utf8'),
     async api(method, url, body, as, headers = {}) {
       const res = await app.inject({

@@ -8,6 +8,8 @@ export interface HeraldProcess {
   child: ChildProcess;
   /** The API URL it printed, when it serves the API. */
   url?: string;
+  /** The metrics port's URL it printed (…/metrics), with HERALD_METRICS_PORT. */
+  metricsUrl?: string;
   stderr(): string;
   /** Resolves with the exit code (or signal) when it ends. */
   exited: Promise<number | string>;
@@ -34,5 +36,6 @@ export async function startHeraldProcess(args: string[], env: Record<string, str
   });
   await ready;
   const url = /API: (\S+)/.exec(err)?.[1];
-  return { child, url, stderr: () => err, exited };
+  const metricsUrl = /Metrics: (\S+)/.exec(err)?.[1];
+  return { child, url, metricsUrl, stderr: () => err, exited };
 }
