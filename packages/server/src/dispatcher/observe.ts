@@ -5,6 +5,8 @@ import type { SeenResult } from './results.ts';
 
 export interface AttemptLogger extends Logger {
   debug(obj: object, msg?: string): void;
+  /** pino's: whether a line at this level would be written at all. */
+  isLevelEnabled?(level: string): boolean;
 }
 
 /**
@@ -32,7 +34,9 @@ export function observeResults(record: DispatcherParts['record'], o: { metrics?:
       o.metrics?.attempt({ outcome: a.outcome, result, endpointId: a.endpointId, durationMs: a.durationMs });
       const createdAt = r.seen?.eventCreatedAt;
       if (a.outcome === 'succeeded' && createdAt) o.metrics?.delivered((a.startedAt.getTime() + a.durationMs - createdAt.getTime()) / 1000);
-      if (!o.log) continue;
+      // A line per attempt is built only when it will be written: at the
+      // default level, only a delivery that failed for good is.
+      if (!o.log || (a.outcome !== 'failed' && o.log.isLevelEnabled?.('debug') === false)) continue;
       const line = {
         delivery: a.deliveryId,
         event: a.eventId,
