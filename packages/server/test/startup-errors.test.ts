@@ -136,6 +136,21 @@ describe('herald start: PostgreSQL that cannot be reached', () => {
     assertOneLine(res, 3, /^herald: cannot connect to PostgreSQL: the host name "no-such-host\.invalid" does not resolve; correct the host in DATABASE_URL$/m);
   });
 
+  test('a server that accepts the connection and never answers: exit 3, naming the timeout and its setting', async (t) => {
+    // Reads what it is sent (so it sees each connection end) and never answers.
+    const silent = createServer((socket) => socket.resume());
+    await new Promise<void>((resolve) => silent.listen(0, '127.0.0.1', resolve));
+    t.after(() => new Promise((resolve) => silent.close(resolve)));
+    const { port } = silent.address() as { port: number };
+    const res = await start({
+      DATABASE_URL: `postgres://herald:${PASSWORD}@127.0.0.1:${port}/herald`,
+      HERALD_DATABASE_TIMEOUT_MS: '500',
+      HERALD_ENCRYPTION_KEY: key(),
+      HERALD_DATA_DIR: tempDir(),
+    });
+    assertOneLine(res, 3, new RegExp(`^herald: PostgreSQL on 127\\.0\\.0\\.1:${port} did not answer within 500 ms; .*HERALD_DATABASE_TIMEOUT_MS$`, 'm'));
+  });
+
   test('without HERALD_ENCRYPTION_KEY: exit 2, naming the setting and how to make one', async () => {
     const res = await start({ DATABASE_URL: `postgres://herald:${PASSWORD}@127.0.0.1:5432/herald`, HERALD_DATA_DIR: tempDir() });
     assertOneLine(res, 2, /^herald: HERALD_ENCRYPTION_KEY: is required with DATABASE_URL.*openssl rand -base64 32/);
