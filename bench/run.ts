@@ -16,6 +16,7 @@ import { parseArgs } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Agent, request } from 'undici';
+import { READY_LINE } from '../packages/server/src/cli/banner.ts';
 import { buildRequestHeaders } from '../packages/server/src/core/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
 import { CLK_TCK, cpuMs } from './proc-cpu.ts';
@@ -101,7 +102,7 @@ function herald(args: string[], env: Record<string, string>): Promise<{ child: C
     }, START_TIMEOUT_MS);
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
-      if (err.includes('First steps')) {
+      if (err.includes(READY_LINE)) {
         clearTimeout(stuck);
         resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '' });
       }

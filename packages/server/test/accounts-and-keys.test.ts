@@ -32,7 +32,8 @@ for (const engine of ENGINES) {
       const a = (await OPERATOR_OPS['accounts.create'](h.deps, { name: 'Northwind' })) as { id: string; name: string; created_at: string };
       assert.equal(a.name, 'Northwind');
       assert.match(a.created_at, /Z$/);
-      const list = (await OPERATOR_OPS['accounts.list'](h.deps)) as Array<{ id: string }>;
+      const { data: list, next_cursor } = (await OPERATOR_OPS['accounts.list'](h.deps)) as { data: Array<{ id: string }>; next_cursor: null };
+      assert.equal(next_cursor, null);
       assert.ok(list.some((x) => x.id === a.id));
       assert.ok(list.some((x) => x.id === h.accountId));
     });
@@ -49,7 +50,7 @@ for (const engine of ENGINES) {
       assert.equal(created.revoked_at, null);
       assert.ok(String(created.key).startsWith(`${created.prefix}_`));
 
-      const listed = (await OPERATOR_OPS['keys.list'](h.deps, { account: account.id })) as Array<Record<string, unknown>>;
+      const listed = ((await OPERATOR_OPS['keys.list'](h.deps, { account: account.id })) as { data: Array<Record<string, unknown>> }).data;
       assert.equal(listed.length, 1);
       assert.deepEqual(Object.keys(listed[0]!).sort(), ['account_id', 'created_at', 'id', 'name', 'prefix', 'revoked_at']);
       assert.equal(listed[0]!.prefix, created.prefix);

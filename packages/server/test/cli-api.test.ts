@@ -59,19 +59,19 @@ for (const engine of ENGINES) {
 
     test('without an API key, says which setting is missing and how to create a key', async () => {
       const res = await runCli(['endpoints', 'list'], cleanEnv({ HERALD_URL: baseUrl }));
-      assert.equal(res.code, 1);
-      assert.match(res.stderr, /--api-key \/ HERALD_API_KEY: is required/);
+      assert.equal(res.code, 2, 'a setting is missing: the usage exit code');
+      assert.match(res.stderr, /^herald: --api-key \/ HERALD_API_KEY: is required/);
       assert.match(res.stderr, /herald keys create --account <id>/);
 
       const pasted = await cli(['endpoints', 'list'], { HERALD_API_KEY: `${h.apiKey}\n` });
-      assert.equal(pasted.code, 1);
+      assert.equal(pasted.code, 2);
       assert.match(pasted.stderr, /--api-key \/ HERALD_API_KEY: must be the key as printed/);
     });
 
-    test('a problem prints error: <detail> and each field error, exit 1; --json prints the problem too', async () => {
+    test('a problem prints herald: <detail> and each field error, exit 1; --json prints the problem too', async () => {
       const res = await cli(['endpoints', 'create', '--url', 'http://example.com/hook', '--events', 'alarm.created']);
       assert.equal(res.code, 1);
-      assert.match(res.stderr, /^error: url: must use https.*\(400 invalid_url\)$/m);
+      assert.match(res.stderr, /^herald: url: must use https.*\(400 invalid_url\)$/m);
       assert.equal(res.stdout, '');
 
       // The body is checked before the endpoint is looked up, so any id shows both field errors.
@@ -80,7 +80,7 @@ for (const engine of ENGINES) {
       const problem = JSON.parse(two.stdout);
       assert.equal(problem.code, 'validation_failed');
       assert.deepEqual(problem.errors.map((e: { field: string }) => e.field).sort(), ['description', 'event_types']);
-      assert.match(two.stderr, /^error: .*\(400 validation_failed\)$/m);
+      assert.match(two.stderr, /^herald: .*\(400 validation_failed\)$/m);
       assert.match(two.stderr, /^  event_types: must NOT have fewer than 1 items$/m);
       assert.match(two.stderr, /^  description: must NOT have more than 500 characters$/m);
     });
@@ -131,8 +131,8 @@ for (const engine of ENGINES) {
       assert.equal(got.json.url, receiver.url);
 
       const none = await cli(['endpoints', 'update', endpointId]);
-      assert.notEqual(none.code, 0);
-      assert.match(none.stderr, /nothing to update; give --url, --events, --description or --rate-limit/);
+      assert.equal(none.code, 2, 'a usage error');
+      assert.match(none.stderr, /^herald: nothing to update; give --url, --events, --description or --rate-limit$/m);
     });
 
     test('--rate-limit sets the limit on create and update and none removes it; get shows it, the slow-down and the retention', async () => {
@@ -162,11 +162,11 @@ for (const engine of ENGINES) {
 
       // Not a number: refused before any request. Out of range: the server says what it accepts.
       const word = await cli(['endpoints', 'update', id, '--rate-limit', 'fast']);
-      assert.notEqual(word.code, 0);
-      assert.match(word.stderr, /--rate-limit <n\|none>.*must be a whole number of requests per second, or none/);
+      assert.equal(word.code, 2, 'a usage error');
+      assert.match(word.stderr, /^herald: .*--rate-limit <n\|none>.*must be a whole number of requests per second, or none/);
       const big = await cli(['endpoints', 'update', id, '--rate-limit', '20000']);
       assert.equal(big.code, 1);
-      assert.match(big.stderr, /^error: rate_limit: must be a whole number of requests per second from 1 to 10,000, or null for no limit \(400 validation_failed\)$/m);
+      assert.match(big.stderr, /^herald: rate_limit: must be a whole number of requests per second from 1 to 10,000, or null for no limit \(400 validation_failed\)$/m);
       await h.api('DELETE', `/v1/endpoints/${id}`);
     });
 
@@ -229,7 +229,7 @@ for (const engine of ENGINES) {
 
       const refused = await cli(['endpoints', 'recover', endpointId, '--since', SINCE]);
       assert.equal(refused.code, 1);
-      assert.match(refused.stderr, /^error: the endpoint is disabled.*\(409 endpoint_disabled\)$/m);
+      assert.match(refused.stderr, /^herald: the endpoint is disabled.*\(409 endpoint_disabled\)$/m);
     });
 
     test('enable, then recover sends the skipped delivery again', async () => {
@@ -295,7 +295,7 @@ for (const engine of ENGINES) {
 
       const missing = await cli(['events', 'get', '00000000-0000-4000-8000-000000000000']);
       assert.equal(missing.code, 1);
-      assert.match(missing.stderr, /^error: no event with id .*\(404 not_found\)$/m);
+      assert.match(missing.stderr, /^herald: no event with id .*\(404 not_found\)$/m);
     });
 
     test('events list: newest first, filtered by type and time', async () => {
@@ -334,7 +334,7 @@ for (const engine of ENGINES) {
       assert.match(ok(await cli(['endpoints', 'delete', created.id])).stdout, /deleted endpoint/);
       const gone = await cli(['endpoints', 'get', created.id]);
       assert.equal(gone.code, 1);
-      assert.match(gone.stderr, /^error: no endpoint with id .*\(404 not_found\)$/m);
+      assert.match(gone.stderr, /^herald: no endpoint with id .*\(404 not_found\)$/m);
     });
 
     test('a wrong API key: the 401 and which setting to check, without printing the key', async () => {
@@ -351,8 +351,8 @@ for (const engine of ENGINES) {
     test('no server at the address: names the URL and suggests herald start', async () => {
       const url = `http://127.0.0.1:${await closedPort()}`;
       const res = await cli(['endpoints', 'list'], { HERALD_URL: url });
-      assert.equal(res.code, 1);
-      assert.match(res.stderr, new RegExp(`cannot reach Herald at ${url.replace(/\./g, '\\.')}: connection refused`));
+      assert.equal(res.code, 5, 'the API cannot be reached');
+      assert.match(res.stderr, new RegExp(`^herald: cannot reach Herald at ${url.replace(/\./g, '\\.')}: connection refused`));
       assert.match(res.stderr, /herald start/);
       const flag = await cli(['endpoints', 'list', '--herald-url', url]);
       assert.match(flag.stderr, /cannot reach Herald at/);

@@ -35,6 +35,11 @@ function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: stri
     const plain = await cli(['accounts', 'list']);
     assert.equal(plain.code, 0, plain.stderr);
     assert.match(plain.stdout, new RegExp(`${accountId}  Acme Logistics`));
+    // Every list, the API's and the operator commands', has one shape.
+    const page = JSON.parse((await cli(['--json', 'accounts', 'list'])).stdout);
+    assert.deepEqual(Object.keys(page).sort(), ['data', 'next_cursor']);
+    assert.equal(page.next_cursor, null);
+    assert.ok(page.data.some((a: { id: string; name: string }) => a.id === accountId && a.name === 'Acme Logistics'));
   });
 
   test('keys create prints the key once; it works against the running API at once', async () => {
@@ -60,6 +65,8 @@ function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: stri
     assert.equal(keys.code, 0, keys.stderr);
     assert.match(keys.stdout, new RegExp(`${keyId}  ${key.slice(0, 11)}  ci`));
     assert.ok(!keys.stdout.includes(key), 'the key itself is never listed');
+    const page = JSON.parse((await cli(['--json', 'keys', 'list', '--account', accountId])).stdout);
+    assert.deepEqual(page, { data: [{ ...page.data[0], id: keyId, name: 'ci' }], next_cursor: null });
   });
 
   test('event-types add puts a type in the running catalog', async () => {
@@ -71,6 +78,9 @@ function operatorScenario(setup: () => { herald: RunningHerald; cli: (args: stri
     const listed = await cli(['event-types', 'list']);
     assert.match(listed.stdout, /container\.sealed {2}A container was sealed/);
     assert.match(listed.stdout, /alarm\.created {2}\(built in\)/);
+    const page = JSON.parse((await cli(['--json', 'event-types', 'list'])).stdout);
+    assert.equal(page.next_cursor, null);
+    assert.ok(page.data.some((t: { name: string }) => t.name === 'container.sealed'));
 
     const ok = await call(herald.url, 'POST', '/v1/events', key, { type: 'container.sealed', data: { seal: 'S-1' } });
     assert.equal(ok.status, 202);
@@ -158,7 +168,8 @@ function usersScenario(setup: () => { herald: RunningHerald; cli: (args: string[
 
     const list = await cli(['--json', 'users', 'list', '--account', accountId]);
     assert.equal(list.code, 0, list.stderr);
-    const users = JSON.parse(list.stdout);
+    const { data: users, next_cursor } = JSON.parse(list.stdout);
+    assert.equal(next_cursor, null);
     assert.deepEqual(users.map((u: { email: string }) => u.email), [email]);
     assert.deepEqual(Object.keys(users[0]).sort(), ['account_id', 'created_at', 'email', 'id', 'name']);
   });

@@ -120,13 +120,13 @@ describe('two Herald processes on one data directory', () => {
     const first = await startHerald(['--data-dir', dir]);
     try {
       const second = await runCli(['start', '--port', '0', '--data-dir', dir], cleanEnv());
-      assert.notEqual(second.code, 0);
+      assert.equal(second.code, 4, 'the data directory is in use: exit code 4');
       assert.match(second.stderr, /herald: the data directory .* is in use by Herald process \d+/);
       assert.match(second.stderr, new RegExp(`process ${first.child.pid}`));
       assert.ok(!second.stderr.includes('unexpected error'), second.stderr);
 
       const migrate = await runCli(['migrate', '--data-dir', dir]);
-      assert.notEqual(migrate.code, 0, 'migrate is refused too');
+      assert.equal(migrate.code, 4, 'migrate is refused too');
       assert.match(migrate.stderr, /is in use by Herald process/);
 
       const health = await fetch(`${first.url}/healthz`);

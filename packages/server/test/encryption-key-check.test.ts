@@ -190,7 +190,7 @@ for (const engine of ENGINES) {
         await first.close();
         writeFileSync(join(place.dataDir, 'encryption.key'), `${wrong.toString('base64')}\n`);
         const res = await runCli(['migrate', '--data-dir', place.dataDir], cleanEnv());
-        assert.notEqual(res.code, 0);
+        assert.equal(res.code, 2, 'a setting to fix: the usage exit code');
         assert.match(res.stderr, /^herald: .*encryption\.key: is not the key this database's signing secrets are encrypted under\. Restore encryption\.key from a backup/m);
         assert.ok(!res.stderr.includes('unexpected error'), res.stderr);
         assert.ok(!res.stderr.includes(wrong.toString('base64')) && !res.stderr.includes(right.toString('base64')));
@@ -202,7 +202,7 @@ for (const engine of ENGINES) {
           const first = await open(place, right);
           await first.close();
           const res = await runCli(['migrate'], cleanEnv({ DATABASE_URL: place.databaseUrl!, HERALD_ENCRYPTION_KEY: wrong.toString('base64') }));
-          assert.notEqual(res.code, 0);
+          assert.equal(res.code, 2, 'a setting to fix: the usage exit code');
           assert.match(res.stderr, /^herald: HERALD_ENCRYPTION_KEY: is not the key this database's signing secrets are encrypted under\. Set HERALD_ENCRYPTION_KEY to the key/m);
           assert.ok(!res.stderr.includes('unexpected error'), res.stderr);
           assert.ok(!res.stderr.includes(wrong.toString('base64')) && !res.stderr.includes(right.toString('base64')));

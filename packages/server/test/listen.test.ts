@@ -250,7 +250,7 @@ describe('herald start without --dev', () => {
     assert.doesNotMatch(herald!.stderr(), /development mode/);
     const res = await runCli(['listen', '--port', '0'], env);
     assert.equal(res.code, 1);
-    assert.match(res.stderr, /^error: url: cannot be used: .*\(400 invalid_url\)$/m);
+    assert.match(res.stderr, /^herald: url: cannot be used: .*\(400 invalid_url\)$/m);
   });
 
   test('with loopback allowed, still does not trust the development CA', async () => {
@@ -269,8 +269,8 @@ describe('herald listen without a development CA', () => {
     const dir = mkdtempSync(join(tmpdir(), 'herald-noca-'));
     try {
       const res = await runCli(['listen'], cleanEnv({ HERALD_DATA_DIR: dir, HERALD_API_KEY: 'hk_x', HERALD_URL: 'http://127.0.0.1:9' }));
-      assert.equal(res.code, 1);
-      assert.match(res.stderr, /herald: no development CA in .*dev-ca; start Herald with: herald start --dev/);
+      assert.equal(res.code, 2, 'a setting to change: the usage exit code');
+      assert.match(res.stderr, /^herald: no development CA in .*dev-ca; start Herald with: herald start --dev/);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }

@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, test } from 'node:test';
+import { READY_LINE } from '../src/cli/banner.ts';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
 
@@ -36,7 +37,7 @@ describe('npm start', () => {
       await new Promise<void>((resolve, reject) => {
         npm.stderr!.on('data', (chunk: Buffer) => {
           err += chunk.toString();
-          if (err.includes('First steps:')) resolve();
+          if (err.includes(READY_LINE)) resolve();
         });
         void exited.then((code) => reject(new Error(`npm start exited (${code}) before Herald was ready:\n${err}`)));
       });

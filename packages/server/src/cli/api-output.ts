@@ -199,9 +199,9 @@ export function eventDetail(e: EventDetail): string {
   return lines.join('\n');
 }
 
-/** `error: <detail>` and each invalid field the detail does not already spell out. */
+/** `<detail> (<status> <code>)` and each invalid field the detail does not already spell out; the CLI puts its prefix before the first line. */
 export function problemLines(p: ApiProblem): string[] {
-  const lines = [`error: ${p.detail} (${p.status} ${p.code})`];
+  const lines = [`${p.detail} (${p.status} ${p.code})`];
   const errors = p.errors ?? [];
   const spelledOut = errors.length === 1 && p.detail === `${errors[0]!.field}: ${errors[0]!.message}`;
   if (!spelledOut) for (const e of errors) lines.push(`  ${e.field}: ${e.message}`);

@@ -1,24 +1,32 @@
-import { Command, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { readFileSync } from 'node:fs';
-import { dataDirOf, DEFAULT_HOST, DEFAULT_PORT, LOOPBACK_NETWORKS, loadConfig, type Flags } from '../config.ts';
-import { DevCaMissingError, devCaPaths } from '../dev/dev-ca.ts';
-import { ConfigError, HeraldError } from '../errors.ts';
+import { dataDirOf, DEFAULT_HOST, DEFAULT_PORT, LOOPBACK_NETWORKS, loadConfig, type Config, type Flags } from '../config.ts';
+import { devCaPaths } from '../dev/dev-ca.ts';
+import { ConfigError } from '../errors.ts';
 import { startHerald } from '../main.ts';
-import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import { openStorage } from '../storage/open.ts';
-import { DatabaseUnavailableError } from '../storage/db.ts';
-import { SchemaTooNewError } from '../storage/migrate.ts';
 import type { OperatorOp } from '../services/operator.ts';
-import { ApiProblemError, ApiUnreachableError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
+import { ApiProblemError, checkApiKey, createApiClient, parseBaseUrl } from './api-client.ts';
 import { registerApiCommands } from './api-commands.ts';
+import { startBanner } from './banner.ts';
+import { describeFailure, EXIT, PREFIX } from './failure.ts';
 import { registerListenCommand } from './listen.ts';
-import { problemLines } from './api-output.ts';
 import { runOperatorOp } from './operator-client.ts';
 import { printResult } from './output.ts';
+import { heraldVersion } from './version.ts';
 
 const program = new Command('herald')
   .description('Herald: signed, retried, observable webhook delivery.')
+  .version(heraldVersion(), '-V, --version', 'print the version of Herald')
   .showHelpAfterError('(run with --help for usage)')
+  // Set before any command is added: commands inherit both. Commander's own
+  // errors (an unknown option, a missing argument) get Herald's prefix and
+  // the usage exit code, like every other error the CLI prints.
+  .configureOutput({ outputError: (text, write) => write(text.replace(/^error: /, PREFIX)) })
+  .exitOverride((err: CommanderError) => {
+    const done = err.exitCode === 0 || err.code === 'commander.helpDisplayed' || err.code === 'commander.version';
+    process.exit(done ? err.exitCode : EXIT.usage);
+  })
   .addOption(new Option('--data-dir <dir>', 'embedded database directory').env('HERALD_DATA_DIR'))
   .addOption(new Option('--database-url <url>', 'PostgreSQL URL; the embedded database is used when unset').env('DATABASE_URL'))
   // The API commands' settings. Not --url: `endpoints create --url` is the endpoint's
@@ -76,13 +84,8 @@ program
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
-    const engine = cfg.databaseUrl ? 'PostgreSQL' : `the embedded database in ${cfg.dataDir}`;
-    console.error(`Herald is running (${cfg.role}) on ${engine}.`);
-    if (herald.url) console.error(`API: ${herald.url}   health: ${herald.url}/healthz\nControl panel: ${herald.url}/`);
-    if (herald.metricsUrl) console.error(`Metrics: ${herald.metricsUrl}/metrics`);
-    // The one place the setup token is shown: the console of the person who started Herald.
-    if (herald.setupLink) console.error(`First run: open ${herald.setupLink} to create the first user (this link works until then).`);
-    console.error('First steps:\n  create the first user in the control panel (first run: with the link above), or:\n  npx herald accounts create --name "Acme Logistics"\n  npx herald users create --account <account id> --email you@example.com --name "Your Name"\n  npx herald keys create --account <account id>');
+    // One write, so a reader of the pipe gets the banner whole.
+    console.error(startBanner(cfg, herald));
   });
 
 program
@@ -191,22 +194,19 @@ function readJson(flag: string, file: string | undefined): unknown {
   }
 }
 
-program.parseAsync(process.argv).catch((err: unknown) => {
-  if (err instanceof ApiProblemError) {
-    if (program.opts<{ json?: boolean }>().json && err.body !== undefined) console.log(JSON.stringify(err.body, null, 2));
-    console.error(problemLines(err.problem).join('\n'));
-  } else if (err instanceof ApiUnreachableError) {
-    console.error(`error: ${err.message}`);
-  } else if (err instanceof ConfigError || err instanceof HeraldError || err instanceof DataDirLockedError || err instanceof SchemaTooNewError || err instanceof DevCaMissingError) {
-    console.error(`herald: ${err.message}`);
-  } else if (err instanceof DatabaseUnavailableError) {
-    console.error(`herald: ${err.message}. Check DATABASE_URL and that the server is up.`);
-  } else if ((err as NodeJS.ErrnoException)?.code === 'ECONNREFUSED') {
-    console.error(`herald: cannot reach the database: ${(err as Error).message}. Check DATABASE_URL.`);
-  } else {
-    // The stack, not the whole object: a database error from PGlite carries
-    // the statement's parameters, which can hold a hash or a sealed secret.
-    console.error(`herald: unexpected error: ${err instanceof Error ? (err.stack ?? err.message) : String(err)}`);
+/** The settings a failure message may name; none when the settings themselves are what failed. */
+function failureContext(): Partial<Config> {
+  try {
+    return config();
+  } catch {
+    return {};
   }
-  process.exit(1);
+}
+
+program.parseAsync(process.argv).catch((err: unknown) => {
+  // --json: a script reads the problem as the API sent it, on standard output.
+  if (err instanceof ApiProblemError && program.opts<{ json?: boolean }>().json && err.body !== undefined) console.log(JSON.stringify(err.body, null, 2));
+  const failure = describeFailure(err, failureContext());
+  console.error(failure.lines.join('\n'));
+  process.exit(failure.exitCode);
 });

@@ -4,7 +4,9 @@ export function printResult(op: string, result: unknown, json: boolean): void {
     console.log(JSON.stringify(result, null, 2));
     return;
   }
-  const rows = Array.isArray(result) ? result : [result];
+  // A list is `{ data, next_cursor }`, as the API's lists are; anything else is one row.
+  const page = result as { data?: unknown };
+  const rows = Array.isArray(page?.data) ? page.data : [result];
   if (rows.length === 0) {
     console.log('(none)');
     return;

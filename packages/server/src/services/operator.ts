@@ -22,18 +22,25 @@ const keyJson = (k: ApiKeyRow) => ({
 type Args = Record<string, unknown>;
 
 /**
+ * Lists in the shape of the API's: `data`, and `next_cursor`, which is always
+ * null here (these lists are short and come whole), so a script reads every
+ * list Herald prints the same way.
+ */
+const list = <T>(data: T[]) => ({ data, next_cursor: null });
+
+/**
  * The operator's commands, by name. The CLI runs them on the database
  * directly, or, when a running embedded Herald holds the data directory, sends
  * them to its admin socket, which runs the same functions.
  */
 export const OPERATOR_OPS = {
   'accounts.create': async (deps: ServiceDeps, args: Args) => accountJson(await createAccount(deps.db, args.name)),
-  'accounts.list': async (deps: ServiceDeps) => (await listAccounts(deps.db)).map(accountJson),
+  'accounts.list': async (deps: ServiceDeps) => list((await listAccounts(deps.db)).map(accountJson)),
   'keys.create': async (deps: ServiceDeps, args: Args) => {
     const { key, row } = await createApiKey(deps.db, String(args.account ?? ''), typeof args.name === 'string' ? args.name : undefined);
     return { ...keyJson(row), key };
   },
-  'keys.list': async (deps: ServiceDeps, args: Args) => ((await listApiKeys(deps.db, await requireAccount(deps.db, args.account))) ?? []).map(keyJson),
+  'keys.list': async (deps: ServiceDeps, args: Args) => list(((await listApiKeys(deps.db, await requireAccount(deps.db, args.account))) ?? []).map(keyJson)),
   'keys.revoke': async (deps: ServiceDeps, args: Args) => {
     const row = await revokeApiKey(deps.db, String(args.key ?? ''));
     if (!row) throw new HeraldError('not_found', `no API key with id or prefix "${String(args.key)}"; list them with: herald keys list --account <id>`);
@@ -49,14 +56,14 @@ export const OPERATOR_OPS = {
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
   'users.list': async (deps: ServiceDeps, args: Args) =>
-    (await listUsers(deps.db, args.account === undefined ? undefined : await requireAccount(deps.db, args.account))).map(userJson),
+    list((await listUsers(deps.db, args.account === undefined ? undefined : await requireAccount(deps.db, args.account))).map(userJson)),
   'users.delete': async (deps: ServiceDeps, args: Args) => userJson(await deleteUser(deps.db, String(args.user ?? ''))),
   'users.set-password': async (deps: ServiceDeps, args: Args) => {
     const generated = args.password === undefined ? generatePassword() : undefined;
     const user = await setUserPassword(deps.db, deps.passwords, String(args.user ?? ''), generated ?? args.password);
     return { ...userJson(user), ...(generated ? { password: generated } : {}) };
   },
-  'event-types.list': async (deps: ServiceDeps) => (await listEventTypes(deps.db)).map(eventTypeJson),
+  'event-types.list': async (deps: ServiceDeps) => list((await listEventTypes(deps.db)).map(eventTypeJson)),
   'event-types.add': async (deps: ServiceDeps, args: Args) => eventTypeJson(await addEventType(deps.db, deps.validator, args as { name: unknown })),
 } as const;
 

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { READY_LINE } from '../../src/cli/banner.ts';
 
 /** The server package folder: the CLI runs from here, as `npm start` does. */
 export const SERVER_DIR = fileURLToPath(new URL('../../', import.meta.url));
@@ -80,8 +81,10 @@ export function startHerald(args: string[], env: NodeJS.ProcessEnv = cleanEnv())
     child.once('error', reject);
     child.stderr!.on('data', (c: Buffer) => {
       stderr += c.toString();
+      // The banner's last line: everything above it, the API's address included, is in.
+      if (!stderr.includes(READY_LINE)) return;
       const match = /API: (http:\/\/\S+)/.exec(stderr);
-      if (!match) return;
+      if (!match) return reject(new Error(`herald start printed no API address:\n${stderr}`));
       child.off('exit', onExit);
       child.stderr!.removeAllListeners('data');
       child.stderr!.on('data', (more: Buffer) => (stderr += more.toString()));

@@ -1,5 +1,6 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
+import { READY_LINE } from '../../src/cli/banner.ts';
 
 const CLI = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url));
 const CA = fileURLToPath(new URL('../fixtures/tls/ca.pem', import.meta.url));
@@ -30,7 +31,7 @@ export async function startHeraldProcess(args: string[], env: Record<string, str
   const ready = new Promise<void>((resolve, reject) => {
     child.stderr!.on('data', (chunk: Buffer) => {
       err += chunk.toString();
-      if (err.includes('First steps:')) resolve();
+      if (err.includes(READY_LINE)) resolve();
     });
     void exited.then((code) => reject(new Error(`herald exited (${code}) before it was ready:\n${err}`)));
   });
