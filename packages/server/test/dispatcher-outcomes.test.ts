@@ -23,7 +23,9 @@ for (const engine of ENGINES) {
 
     before(async () => {
       // A short deadline so the hanging-receiver case takes 300 ms, not 10 s.
-      h = await createTestHerald(engine, { dispatcher: { requestTimeoutMs: 300 } });
+      // One connection to the receiver: a request sent while the last one's
+      // connection is still busy would wait for it, and time out.
+      h = await createTestHerald(engine, { dispatcher: { requestTimeoutMs: 300, originConcurrency: 1 } });
       receiver = await startReceiver();
       const res = await h.api('POST', '/v1/endpoints', { url: receiver.url, event_types: ['alarm.created'] });
       endpointId = res.json.id;
@@ -156,7 +158,8 @@ for (const engine of ENGINES) {
       // The attempt's own recorded duration: to the headers, not to the end of the excerpt's second.
       assert.ok(a.duration_ms < 1000, `timed to the headers, not ${a.duration_ms} ms`);
       const opened = receiver.connections;
-      await firstAttempt({ status: 204 });
+      const next = await firstAttempt({ status: 204 });
+      assert.equal(next.outcome, 'succeeded', 'the next request did not wait behind the cut one');
       assert.ok(receiver.connections > opened, 'the next request went out on a new connection: the cut one was closed');
     });
 
