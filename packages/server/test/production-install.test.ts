@@ -113,6 +113,16 @@ describe('a production install', { skip: process.platform !== 'linux' && 'looks 
       assert.equal(res.status, 200, `${path}: ${await res.text()}`);
     }
 
+    // The control panel is served from its build, script and all.
+    const panel = await fetch(`${url}/`);
+    const page = await panel.text();
+    assert.equal(panel.status, 200, page);
+    const script = /<script type="module"[^>]* src="([^"]+)"/.exec(page)?.[1];
+    assert.ok(script, `the panel's page loads its script:\n${page}`);
+    const asset = await fetch(`${url}${script}`);
+    await asset.arrayBuffer();
+    assert.equal(asset.status, 200);
+
     // The operator commands, from the same install, reach the running Herald through its admin socket.
     const cli = (args: string[]) => JSON.parse(execFileSync(bin, ['--json', ...args], { cwd: scratch, env, encoding: 'utf8' }));
     const account = cli(['accounts', 'create', '--name', 'Acme Logistics']) as { id: string };
