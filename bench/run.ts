@@ -52,8 +52,10 @@ const WARMUP = Number(opts.warmup);
 const ENDPOINT_CONCURRENCY = 64;
 
 const root = new URL('..', import.meta.url);
-const CLI = fileURLToPath(new URL('packages/server/src/cli/index.ts', root));
+// The built CLI, run with plain node as in production (`npm run bench` builds first).
+const CLI = fileURLToPath(new URL('packages/server/dist/cli/index.js', root));
 const CA = fileURLToPath(new URL('packages/server/test/fixtures/tls/ca.pem', root));
+// The bench's own helpers (the receiver) are TypeScript.
 const nodeArgs = ['--conditions=source', '--import', 'tsx'];
 
 interface ReceiverStats {
@@ -87,13 +89,16 @@ function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(ful
 const START_TIMEOUT_MS = 60_000;
 const STOP_TIMEOUT_MS = 30_000;
 
-function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string }> {
+/** Starts Herald; `startMs` is the time from spawning it to its API listening. */
+function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string; startMs: number }> {
   const profile = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : [];
-  const child = spawn(process.execPath, [...nodeArgs, ...profile, CLI, ...args], {
+  const spawnedAt = performance.now();
+  const child = spawn(process.execPath, [...profile, CLI, ...args], {
     env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
     stdio: ['ignore', 'inherit', 'pipe'],
   });
   let err = '';
+  let listeningAt = 0;
   return new Promise((resolve, reject) => {
     // A process that neither comes up nor exits (stuck on a lock, say) fails the bench instead of hanging it.
     const stuck = setTimeout(() => {
@@ -102,9 +107,10 @@ function herald(args: string[], env: Record<string, string>): Promise<{ child: C
     }, START_TIMEOUT_MS);
     child.stderr!.on('data', (c: Buffer) => {
       err += c.toString();
+      if (!listeningAt && (err.includes('API: ') || err.includes(READY_LINE))) listeningAt = performance.now();
       if (err.includes(READY_LINE)) {
         clearTimeout(stuck);
-        resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '' });
+        resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '', startMs: listeningAt - spawnedAt });
       }
     });
     child.on('exit', (code) => {
@@ -115,7 +121,7 @@ function herald(args: string[], env: Record<string, string>): Promise<{ child: C
 }
 
 function run(args: string[], env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, [...nodeArgs, CLI, ...args, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   let out = '';
   child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
   return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}`)))));
@@ -353,6 +359,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
       );
     };
     const h = await herald(['start', ...(split ? ['--role', 'api'] : [])], env);
+    console.log(`herald start (${engine}): API listening ${fmt(h.startMs)} ms after the process was spawned`);
     started(h.child);
     const workers = split ? Number(opts.workers) : 0;
     for (let i = 0; i < workers; i++) {

@@ -1,11 +1,12 @@
 #!/usr/bin/env node
-// Runs the TypeScript CLI with tsx and the `source` export condition (so
-// @herald/verify resolves to its sources without a build step). Signals are
-// passed on so `herald start` shuts down gracefully.
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
+// Runs the compiled CLI in this very process, so a service manager's signals
+// reach Herald itself and its exit code is Herald's own. `npm run build`
+// writes dist/ (npm ci and npm start do it too).
+import { existsSync } from 'node:fs';
 
-const cli = fileURLToPath(new URL('../src/cli/index.ts', import.meta.url));
-const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', cli, ...process.argv.slice(2)], { stdio: 'inherit' });
-for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP']) process.on(signal, () => child.kill(signal));
-child.on('exit', (code, signal) => process.exit(code ?? (signal ? 1 : 0)));
+const cli = new URL('../dist/cli/index.js', import.meta.url);
+if (!existsSync(cli)) {
+  console.error('herald: the server is not built (no dist/cli/index.js); run "npm run build" in the Herald folder.');
+  process.exit(1);
+}
+await import(cli.href);

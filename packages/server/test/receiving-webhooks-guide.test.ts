@@ -14,6 +14,7 @@ import { refusedAddressMessage } from '../src/core/address-policy.ts';
 import { classifyOutcome } from '../src/core/outcome.ts';
 import { nextAttemptAt } from '../src/core/retry-policy.ts';
 import { describeTransportError } from '../src/outbound/transport-errors.ts';
+import { assertBuilt } from './helpers/built.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver } from './helpers/receiver.ts';
@@ -58,8 +59,8 @@ const EXAMPLE_LIST: Example[] = [
     file: 'node/receiver.mjs',
     fence: 'js',
     needs: [],
-    // --conditions=source: @herald/verify from this repository's source, as the other tests use it.
-    command: () => ({ cmd: process.execPath, args: ['--conditions=source', '--import', 'tsx', join(EXAMPLES, 'node/receiver.mjs')], cwd: SERVER_DIR }),
+    // Plain node, as a receiver runs it: @herald/verify resolves to its build.
+    command: () => (assertBuilt(), { cmd: process.execPath, args: [join(EXAMPLES, 'node/receiver.mjs')], cwd: SERVER_DIR }),
   },
   {
     name: 'Python (standard library)',

@@ -2,10 +2,10 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { after } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { READY_LINE } from '../../src/cli/banner.ts';
+import { builtCli } from './built.ts';
 
 /** The server package folder: the CLI runs from here, as `npm start` does. */
 export const SERVER_DIR = fileURLToPath(new URL('../../', import.meta.url));
-const CLI_ARGS = ['--conditions=source', '--import', 'tsx', 'src/cli/index.ts'];
 
 const children = new Set<ChildProcess>();
 // Whatever a test did, no Herald it started outlives the file.
@@ -37,7 +37,7 @@ export interface CliResult {
 
 /** Runs one CLI command to completion; `input` is written to its standard input. */
 export async function runCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv(), input?: string): Promise<CliResult> {
-  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [builtCli(), ...args], { cwd: SERVER_DIR, env, stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'] });
   if (input !== undefined) child.stdin!.end(input);
   children.add(child);
   let stdout = '';
@@ -66,7 +66,7 @@ export interface RunningHerald {
  * with its output if it exits first.
  */
 export function startHerald(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): Promise<RunningHerald> {
-  const child = spawn(process.execPath, [...CLI_ARGS, 'start', '--port', '0', '--log-level', 'warn', ...args], {
+  const child = spawn(process.execPath, [builtCli(), 'start', '--port', '0', '--log-level', 'warn', ...args], {
     cwd: SERVER_DIR,
     // The test receivers listen on loopback, which Herald refuses unless allowed.
     env: { HERALD_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', ...env },
@@ -115,7 +115,7 @@ export interface StreamingCli {
 
 /** Starts a long-running CLI command (such as `herald listen`) and lets the test wait on what it prints. */
 export function spawnCli(args: string[], env: NodeJS.ProcessEnv = cleanEnv()): StreamingCli {
-  const child = spawn(process.execPath, [...CLI_ARGS, ...args], { cwd: SERVER_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(process.execPath, [builtCli(), ...args], { cwd: SERVER_DIR, env, stdio: ['ignore', 'pipe', 'pipe'] });
   children.add(child);
   const out = { stdout: '', stderr: '' };
   const waiters = new Set<() => void>();

@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { READY_LINE } from '../../src/cli/banner.ts';
+import { builtCli } from './built.ts';
 
-const CLI = fileURLToPath(new URL('../../src/cli/index.ts', import.meta.url));
 const CA = fileURLToPath(new URL('../fixtures/tls/ca.pem', import.meta.url));
 
 export interface HeraldProcess {
@@ -21,7 +21,7 @@ export interface HeraldProcess {
  * running. It trusts the test CA through NODE_EXTRA_CA_CERTS.
  */
 export async function startHeraldProcess(args: string[], env: Record<string, string>): Promise<HeraldProcess> {
-  const child = spawn(process.execPath, ['--conditions=source', '--import', 'tsx', CLI, 'start', ...args], {
+  const child = spawn(process.execPath, [builtCli(), 'start', ...args], {
     // The test receivers listen on loopback, which Herald refuses unless allowed.
     env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', HERALD_ALLOWED_NETWORKS: '127.0.0.0/8,::1/128', ...env },
     stdio: ['ignore', 'ignore', 'pipe'],
