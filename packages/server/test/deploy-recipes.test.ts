@@ -226,6 +226,14 @@ describe('docker-compose.yml', () => {
     assert.deepEqual([...used].filter((name) => !(name in exampleVars)), []);
   });
 
+  const dockerfile = join(ROOT, 'Dockerfile');
+  test("the image's entrypoint is the herald command, so each service's command is herald's arguments", { skip: existsSync(dockerfile) ? false : 'no Dockerfile in this checkout' }, () => {
+    const entrypoints = [...readFileSync(dockerfile, 'utf8').matchAll(/^ENTRYPOINT\s+(\[.*\])\s*$/gm)];
+    assert.ok(entrypoints.length > 0, 'the Dockerfile has an ENTRYPOINT in exec form');
+    const entrypoint = JSON.parse(entrypoints.at(-1)![1]!) as string[];
+    assert.match(entrypoint.at(-1)!, /(^|\/)herald(\.js)?$/, `ENTRYPOINT ${JSON.stringify(entrypoint)}`);
+  });
+
   test('PostgreSQL: the official image, its data on a volume, a health check', () => {
     const postgres = services.filter(([, s]) => /^(docker\.io\/(library\/)?)?postgres:\d+/.test(s.image ?? ''));
     assert.equal(postgres.length, 1, 'one PostgreSQL service from the official image');
