@@ -1,4 +1,6 @@
 import type { Db, Queryable } from '../db.ts';
+import { plainArray, textArray } from './array-literal.ts';
+import type { DeliveryState } from './deliveries.ts';
 
 /** The attempt log keeps this many attempts per endpoint: the panel shows the last 100. */
 export const ATTEMPTS_KEPT = 100;
@@ -55,18 +57,7 @@ const INSERT_ATTEMPTS = `
 function attemptsJson(attempts: readonly AttemptRecord[]): string {
   return JSON.stringify(
     attempts.map((a) => ({
-      id: a.id,
-      delivery_id: a.deliveryId,
-      event_type: a.eventType,
-      attempt_number: a.attemptNumber,
-      started_at: a.startedAt,
-      duration_ms: a.durationMs,
-      status_code: a.statusCode,
-      outcome: a.outcome,
-      error: a.error,
-      signature: a.signature,
-      response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
-      url: a.url,
+      ...sentAttemptJson(a),
       account_id: a.accountId,
       endpoint_id: a.endpointId,
       event_id: a.eventId,
@@ -110,50 +101,116 @@ export const THROTTLE_DEFAULT_MS = 5_000;
 export const THROTTLE_MIN_MS = 1_000;
 export const THROTTLE_MAX_MS = 3_600_000;
 
-/** A dispatcher's result as one herald_result row (migration 015), in completion order. */
-function resultRow(r: DeliveryResult, ord: number) {
-  const a = r.attempt;
+const STATE_OF: Record<ResultOutcome, DeliveryState> = {
+  succeeded: 'succeeded',
+  retry: 'pending',
+  failed: 'failed',
+  skipped: 'skipped',
+  given_back: 'pending',
+};
+
+/** A receiver answered, or the request failed in transport: one of the delivery's attempts is spent. */
+function countsAnAttempt(outcome: ResultOutcome): boolean {
+  return outcome === 'succeeded' || outcome === 'retry' || outcome === 'failed';
+}
+
+/** A dispatcher's attempt row, as JSON; the account, endpoint and event come from its delivery (a test send's add them: `attemptsJson`). */
+function sentAttemptJson(a: AttemptRecord) {
   return {
-    ord,
-    delivery_id: r.deliveryId,
-    lease_token: r.leaseToken,
-    endpoint_id: r.endpointId,
-    outcome: r.outcome,
-    retry_in_ms: r.outcome === 'retry' ? Math.max(0, Math.round(r.retryInMs ?? 0)) : null,
-    status: r.status,
-    error: r.error,
-    throttle_ms: r.throttle ? Math.min(THROTTLE_MAX_MS, Math.max(THROTTLE_MIN_MS, r.throttle.retryAfterMs ?? THROTTLE_DEFAULT_MS)) : null,
-    attempt_id: a?.id ?? null,
-    event_type: a?.eventType ?? null,
-    attempt_number: a?.attemptNumber ?? null,
-    started_at: a?.startedAt ?? null,
-    duration_ms: a?.durationMs ?? null,
-    attempt_status: a?.statusCode ?? null,
-    attempt_outcome: a?.outcome ?? null,
-    attempt_error: a?.error ?? null,
-    signature: a?.signature ?? null,
-    response_excerpt: a?.responseExcerpt?.toString('base64') ?? null,
-    url: a?.url ?? null,
+    id: a.id,
+    delivery_id: a.deliveryId,
+    event_type: a.eventType,
+    attempt_number: a.attemptNumber,
+    started_at: a.startedAt,
+    duration_ms: a.durationMs,
+    status_code: a.statusCode,
+    outcome: a.outcome,
+    error: a.error,
+    signature: a.signature,
+    response_excerpt: a.responseExcerpt?.toString('base64') ?? null,
+    url: a.url,
   };
 }
 
+interface EndpointRow {
+  id: string;
+  enabled: boolean;
+  failure_streak: number;
+  throttle_limit: number | null;
+}
+
+/** What a batch changes on one endpoint, worked out from its applied results in completion order. */
+interface EndpointChange {
+  id: string;
+  failureStreak: number;
+  disabledReason: string | null;
+  throttleMs: number | null;
+  throttleLimit: number | null;
+}
+
+function endpointChanges(
+  endpoints: readonly EndpointRow[],
+  results: readonly DeliveryResult[],
+  p: { disableAfter: number; endpointCap: number },
+): EndpointChange[] {
+  const changes: EndpointChange[] = [];
+  for (const ep of endpoints) {
+    let streak = ep.failure_streak;
+    let lastError: string | null = null;
+    let limit = ep.throttle_limit;
+    let throttleMs: number | null = null;
+    // One batch's 429/503 answers are one congestion event (as in AIMD): the
+    // limit halves once for them, not once per answer (ten 429s from requests
+    // that were all in flight together would otherwise cut it 1,024-fold).
+    let halved = false;
+    for (const r of results) {
+      if (r.endpointId !== ep.id) continue;
+      // Only receivers' answers count: a given-back or skipped delivery, or a
+      // retry still to come, leaves the streak as it is.
+      if (r.outcome === 'succeeded') streak = 0;
+      if (r.outcome === 'failed') {
+        streak += 1;
+        lastError = r.error;
+      }
+      if (r.throttle) {
+        const asked = r.throttle.retryAfterMs ?? THROTTLE_DEFAULT_MS;
+        throttleMs = Math.min(THROTTLE_MAX_MS, Math.max(THROTTLE_MIN_MS, asked));
+        if (!halved) limit = Math.max(1, Math.floor((limit ?? p.endpointCap) / 2));
+        halved = true;
+      } else if (r.status !== null && r.status >= 200 && r.status < 300 && limit !== null) {
+        // A slowed-down endpoint that answers 2xx gets one more request in
+        // flight, and is back to normal at the cap.
+        limit = limit + 1 >= p.endpointCap ? null : limit + 1;
+      }
+    }
+    const disable = ep.enabled && streak >= p.disableAfter;
+    if (streak === ep.failure_streak && !disable && throttleMs === null && limit === ep.throttle_limit) continue;
+    changes.push({
+      id: ep.id,
+      failureStreak: streak,
+      disabledReason: disable ? `${streak} consecutive failed deliveries; the last: ${lastError ?? 'unknown error'}` : null,
+      throttleMs,
+      throttleLimit: limit,
+    });
+  }
+  return changes;
+}
+
 /**
- * Records a batch of finished work in one call of herald_record (migration
- * 015, where each step is explained), one transaction and one round trip:
- * 1. the batch's endpoints are locked, in one order;
- * 2. the fence: only results whose `in_flight` row still carries their lease
- *    token apply (a result whose lease ran out, reaped or claimed again by
- *    another worker, changes nothing);
- * 3. the deliveries' new states: an answered attempt (or one that failed in
+ * Records a batch of finished work in one transaction of a few simple
+ * statements:
+ * 1. the fence: deletes the batch's `in_flight` rows that still carry the
+ *    result's lease token; only those deliveries change (a result whose lease
+ *    ran out, reaped or claimed again by another worker, changes nothing);
+ * 2. the deliveries' new states: an answered attempt (or one that failed in
  *    transport) counts one attempt; a retry is due `retryInMs` after the
  *    database's now; a given-back delivery is due at once, with nothing spent;
- * 4. the attempt rows of every request sent, fenced out or not (a late one
+ * 3. the attempt rows of every request sent, fenced out or not (a late one
  *    was sent all the same);
- * 5. per endpoint, from the applied results in completion order: the failure
- *    streak (a success restarts it, each failed delivery adds one),
- *    disabling at `disableAfter` (its pending deliveries become skipped), and
- *    the slow-down after 429/503 answers (halved once per batch, and +1 per
- *    2xx answer back up to the cap).
+ * 4. per endpoint, from the applied results in completion order: the failure
+ *    streak (a success restarts it, each failed delivery adds one), disabling
+ *    at `disableAfter` (its pending deliveries become skipped), and the
+ *    slow-down after 429/503 answers (and the recovery after 2xx answers).
  *
  * `now` is null in production (the database's clock); tests pass theirs.
  * Writing the same batch twice changes nothing the second time: its leases
@@ -162,19 +219,116 @@ function resultRow(r: DeliveryResult, ord: number) {
  * batch disabled.
  */
 export async function recordResults(
-  db: Queryable,
+  db: Db,
   p: { results: readonly DeliveryResult[]; now: Date | null; disableAfter: number; endpointCap: number },
 ): Promise<{ applied: Set<string>; disabled: string[] }> {
   if (p.results.some((r) => r.attempt !== null && (r.attempt.deliveryId === null || r.attempt.isTest))) {
     throw new Error('recordResults records dispatched attempts only; use insertAttempts for test sends');
   }
   if (p.results.length === 0) return { applied: new Set(), disabled: [] };
-  const { rows } = await db.query<{ applied: string[]; disabled: string[] }>(
-    `SELECT applied, disabled FROM herald_record($1::jsonb, $2, $3, $4)`,
-    [JSON.stringify(p.results.map(resultRow)), p.now, p.disableAfter, p.endpointCap],
-    { name: 'herald_record' },
-  );
-  return { applied: new Set(rows[0]!.applied), disabled: rows[0]!.disabled };
+  return db.transaction(async (tx) => {
+    // The endpoints first, locked in one order in every worker, as disabling
+    // and deleting an endpoint lock it before its deliveries: locked after
+    // the deliveries (as before), a recording and a disable by hand each held
+    // what the other waited for, and PostgreSQL broke the deadlock by failing
+    // one of them. Two recordings wait for each other; the streak then adds
+    // to the latest. NO KEY UPDATE, the lock an UPDATE of these columns
+    // takes anyway, not FOR UPDATE: a publish holds its endpoints FOR KEY
+    // SHARE until it commits, which FOR UPDATE waits for, and a batch publish
+    // that took the endpoints in another order deadlocked with it.
+    const { rows: lockedEndpoints } = await tx.query<EndpointRow>(
+      `SELECT id, enabled, failure_streak, throttle_limit FROM endpoints WHERE id = ANY ($1::uuid[]) ORDER BY id FOR NO KEY UPDATE`,
+      [[...new Set(p.results.map((r) => r.endpointId))].sort()],
+      { name: 'herald_record_lock_endpoints' },
+    );
+    const fenced = await tx.query<{ delivery_id: string }>(
+      `DELETE FROM in_flight f USING unnest($1::uuid[], $2::int8[]) AS v (delivery_id, lease_token)
+        WHERE f.delivery_id = v.delivery_id AND f.lease_token = v.lease_token
+        RETURNING f.delivery_id`,
+      [plainArray(p.results.map((r) => r.deliveryId)), plainArray(p.results.map((r) => r.leaseToken))],
+      { name: 'herald_record_fence' },
+    );
+    const applied = new Set(fenced.rows.map((r) => r.delivery_id));
+    const kept = p.results.filter((r) => applied.has(r.deliveryId));
+
+    if (kept.length > 0) {
+      await tx.query(
+        `UPDATE deliveries d
+            SET state = v.state,
+                attempts = d.attempts + CASE WHEN v.counted THEN 1 ELSE 0 END,
+                next_attempt_at = COALESCE($8::timestamptz, now()) + COALESCE(v.due_in_ms, 0) * interval '1 millisecond',
+                last_status = CASE WHEN v.given_back THEN d.last_status ELSE v.last_status END,
+                last_error = CASE WHEN v.given_back THEN d.last_error ELSE v.last_error END,
+                updated_at = COALESCE($8::timestamptz, now())
+           FROM unnest($1::uuid[], $2::text[], $3::bool[], $4::bool[], $5::int8[], $6::int[], $7::text[])
+                AS v (id, state, counted, given_back, due_in_ms, last_status, last_error)
+          WHERE d.id = v.id`,
+        [
+          plainArray(kept.map((r) => r.deliveryId)),
+          plainArray(kept.map((r) => STATE_OF[r.outcome])),
+          plainArray(kept.map((r) => String(countsAnAttempt(r.outcome)))),
+          plainArray(kept.map((r) => String(r.outcome === 'given_back'))),
+          plainArray(kept.map((r) => (r.outcome === 'retry' ? Math.max(0, Math.round(r.retryInMs ?? 0)) : null))),
+          plainArray(kept.map((r) => r.status)),
+          textArray(kept.map((r) => r.error)),
+          p.now,
+        ],
+        { name: 'herald_record_deliveries' },
+      );
+    }
+
+    const sent = p.results.flatMap((r) => (r.attempt ? [r.attempt] : []));
+    if (sent.length > 0) {
+      // The account, endpoint and event come from the delivery row. FOR KEY
+      // SHARE does what a foreign key would (docs/decisions/0008): a delivery
+      // being deleted with its endpoint is waited for, then left out.
+      await tx.query(
+        `INSERT INTO attempts (id, account_id, endpoint_id, delivery_id, event_id, event_type, attempt_number, is_test,
+                               started_at, duration_ms, status_code, outcome, error, signature, response_excerpt, url)
+         SELECT v.id, d.account_id, d.endpoint_id, d.id, d.event_id, v.event_type, v.attempt_number, false,
+                v.started_at, v.duration_ms, v.status_code, v.outcome, v.error, v.signature, decode(v.response_excerpt, 'base64'), v.url
+           FROM jsonb_to_recordset($1::jsonb) AS v (
+                  id uuid, delivery_id uuid, event_type text, attempt_number int, started_at timestamptz, duration_ms int,
+                  status_code int, outcome text, error text, signature text, response_excerpt text, url text)
+           JOIN deliveries d ON d.id = v.delivery_id
+            FOR KEY SHARE OF d
+         ON CONFLICT (id) DO NOTHING`,
+        [JSON.stringify(sent.map(sentAttemptJson))],
+        { name: 'herald_record_attempts' },
+      );
+    }
+
+    const keptEndpoints = new Set(kept.map((r) => r.endpointId));
+    const changes = endpointChanges(lockedEndpoints.filter((ep) => keptEndpoints.has(ep.id)), kept, p);
+    if (changes.length > 0) {
+      await tx.query(
+        `UPDATE endpoints ep
+            SET failure_streak = v.failure_streak,
+                enabled = ep.enabled AND v.disabled_reason IS NULL,
+                disabled_at = CASE WHEN v.disabled_reason IS NULL THEN ep.disabled_at ELSE COALESCE($6::timestamptz, now()) END,
+                disabled_reason = COALESCE(v.disabled_reason, ep.disabled_reason),
+                throttled_until = CASE WHEN v.throttle_ms IS NULL THEN ep.throttled_until
+                                       ELSE COALESCE($6::timestamptz, now()) + v.throttle_ms * interval '1 millisecond' END,
+                throttle_limit = v.throttle_limit,
+                updated_at = CASE WHEN v.failure_streak = ep.failure_streak AND v.disabled_reason IS NULL THEN ep.updated_at
+                                  ELSE COALESCE($6::timestamptz, now()) END
+           FROM unnest($1::uuid[], $2::int[], $3::text[], $4::int8[], $5::int[]) AS v (id, failure_streak, disabled_reason, throttle_ms, throttle_limit)
+          WHERE ep.id = v.id`,
+        [
+          plainArray(changes.map((c) => c.id)),
+          plainArray(changes.map((c) => c.failureStreak)),
+          textArray(changes.map((c) => c.disabledReason)),
+          plainArray(changes.map((c) => c.throttleMs)),
+          plainArray(changes.map((c) => c.throttleLimit)),
+          p.now,
+        ],
+        { name: 'herald_record_endpoints' },
+      );
+    }
+    const disabled = changes.filter((c) => c.disabledReason !== null).map((c) => c.id);
+    await skipPendingDeliveries(tx, disabled, p.now);
+    return { applied, disabled };
+  });
 }
 
 /**
