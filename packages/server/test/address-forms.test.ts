@@ -1,7 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import type { LookupAddress } from 'node:dns';
-import { createServer, isIP } from 'node:net';
+import { isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { AddressPolicy } from '../src/core/address-policy.ts';
 import { checkedLookup, createAgent, type ResolveHost } from '../src/outbound/agent.ts';
@@ -12,6 +12,7 @@ import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
 import { TLS } from './helpers/tls.ts';
+import { closedPort } from './helpers/ports.ts';
 
 /**
  * Every way of writing or resolving to a non-public address is refused:
@@ -56,14 +57,6 @@ function lookUp(resolve: ResolveHost, policy: AddressPolicy, name: string, all: 
   });
 }
 
-/** A port nothing listens on. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 describe('the address classifier, on bytes', () => {
   test('IPv6 forms that carry a non-public IPv4 address are judged by it, however they are written', () => {

@@ -1,7 +1,6 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -22,17 +21,10 @@ import { startHeraldProcess, type HeraldProcess } from './helpers/process.ts';
 import { assertProblem } from './helpers/problem.ts';
 import { parseMetrics, sampleValue, type Sample } from './helpers/prometheus.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { closedPort } from './helpers/ports.ts';
 
 const TOKEN = 'scrape-0123456789abcdef0123456789';
 
-/** A loopback port nothing listens on: connections to it are refused. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  const { port } = server.address() as { port: number };
-  await new Promise((r) => server.close(r));
-  return port;
-}
 
 async function scrape(h: TestHerald, authorization = `Bearer ${TOKEN}`): Promise<{ samples: Sample[]; body: string }> {
   const res = await h.app.inject({ method: 'GET', url: '/metrics', headers: { authorization } });

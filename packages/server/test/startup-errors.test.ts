@@ -12,6 +12,7 @@ import { ENGINES } from './helpers/engines.ts';
 import { createScratchPostgres } from './helpers/engines.ts';
 import { cleanEnv, runCli, SERVER_DIR, startHerald, type CliResult } from './helpers/cli.ts';
 import { startHeraldProcess } from './helpers/process.ts';
+import { closedPort } from './helpers/ports.ts';
 
 /**
  * `herald start` failing for a reason the operator can fix prints one line
@@ -44,14 +45,6 @@ function assertOneLine(res: CliResult, exitCode: number, pattern: RegExp): void 
   assert.equal(res.stdout, '');
 }
 
-/** A port nothing listens on: bound, read, released. */
-async function closedPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as { port: number };
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
 
 /** A URL of the test server with another database or user, and a password (trust auth ignores it). */
 function testServerUrl(change: { database?: string; user?: string }): string {
