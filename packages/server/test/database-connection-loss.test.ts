@@ -80,4 +80,30 @@ describe('every Herald connection terminated, three times, mid-run', { skip: !EN
     assert.ok(![...p.statuses.keys()].some((s) => s >= 500 && s !== 503), `no 500s: ${JSON.stringify([...p.statuses])}`);
     await within(receiver.until(allDelivered(p.acknowledged)), 30_000, 'every acknowledged event delivered');
   });
+
+  test('a worker whose connections are all gone, and cannot come back for a while, keeps running until they can', { timeout: 60_000 }, async () => {
+    const env = { DATABASE_URL: scratch.url, HERALD_ENCRYPTION_KEY: TEST_KEY.toString('base64'), HERALD_POLL_MS: '200', HERALD_LOG_LEVEL: 'silent' };
+    const worker = await startHeraldProcess(['--role', 'worker'], env);
+    processes.push(worker);
+    const name = new URL(scratch.url).pathname.slice(1);
+    // From another database: PostgreSQL refuses this for the database a connection is on.
+    const other = new URL(scratch.url);
+    other.pathname = '/postgres';
+    const server = new pg.Client({ connectionString: other.toString() });
+    await server.connect();
+    // No socket left open and no way to open one: what keeps the process
+    // alive is `herald start` itself, not a connection or a retry's timer.
+    await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS false`);
+    try {
+      // The worker's, not this test's own admin connection.
+      const adminPid = (await admin.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
+      await server.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = $1 AND pid <> $2', [name, adminPid]);
+      const exited = await Promise.race([worker.exited.then(() => true), new Promise<false>((r) => setTimeout(() => r(false), 3_000))]);
+      assert.equal(exited, false, `the worker exited (${worker.child.exitCode}) while its database refused connections:\n${worker.stderr()}`);
+    } finally {
+      await server.query(`ALTER DATABASE ${pg.escapeIdentifier(name)} ALLOW_CONNECTIONS true`);
+      await server.end();
+    }
+    assert.equal(worker.child.exitCode, null);
+  });
 });

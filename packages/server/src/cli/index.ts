@@ -84,6 +84,12 @@ program
     };
     process.on('SIGTERM', () => shutdown('SIGTERM'));
     process.on('SIGINT', () => shutdown('SIGINT'));
+    // Herald's own timers do not hold a process open (a worker waiting for
+    // work, a LISTEN reconnect's back-off), so that an embedding program or a
+    // test can end while Herald idles. `herald start` runs until a signal:
+    // without this, a worker whose database connections were all dropped at
+    // once had nothing left to keep it alive, and exited 0.
+    setInterval(() => {}, 2 ** 30);
     // One write, so a reader of the pipe gets the banner whole.
     console.error(startBanner(cfg, herald));
   });
