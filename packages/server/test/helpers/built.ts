@@ -1,21 +1,5 @@
-import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-
-const PACKAGES = fileURLToPath(new URL('../../../', import.meta.url));
-
-// What each package's build reads, and the file it writes last.
-const BUILDS = [
-  { dir: join(PACKAGES, 'verify'), stamp: 'dist/cjs/package.json', inputs: ['src', 'package.json', 'tsconfig.build.json', 'tsconfig.build-cjs.json', 'scripts/build.mjs'] },
-  { dir: join(PACKAGES, 'server'), stamp: 'dist/BUILT', inputs: ['src', 'package.json', 'tsconfig.build.json', 'scripts/build.mjs'] },
-];
-
-function newest(path: string): number {
-  if (!existsSync(path)) return 0;
-  const s = statSync(path);
-  if (!s.isDirectory()) return s.mtimeMs;
-  return Math.max(s.mtimeMs, ...readdirSync(path).map((name) => newest(join(path, name))));
-}
+import { buildStates, ROOT } from '../../../../scripts/builds.mjs';
 
 let checked = false;
 
@@ -29,13 +13,9 @@ let checked = false;
  */
 export function assertBuilt(): void {
   if (checked) return;
-  for (const { dir, stamp, inputs } of BUILDS) {
-    const name = `packages/${dir.slice(PACKAGES.length)}`;
-    const stampPath = join(dir, stamp);
-    if (!existsSync(stampPath)) throw new Error(`${name} is not built: run "npm run build" at the repository root (npm test builds first).`);
-    if (inputs.some((p) => newest(join(dir, p)) > statSync(stampPath).mtimeMs)) {
-      throw new Error(`${name}/dist is older than its sources: run "npm run build" at the repository root (npm test builds first).`);
-    }
+  for (const { dir, state } of buildStates()) {
+    if (state === 'missing') throw new Error(`${dir} is not built: run "npm run build" at the repository root (npm test builds first).`);
+    if (state === 'stale') throw new Error(`${dir}/dist is older than its sources: run "npm run build" at the repository root (npm test builds first).`);
   }
   checked = true;
 }
@@ -43,5 +23,5 @@ export function assertBuilt(): void {
 /** The compiled CLI (packages/server/dist/cli/index.js), checked to be current. */
 export function builtCli(): string {
   assertBuilt();
-  return join(PACKAGES, 'server', 'dist', 'cli', 'index.js');
+  return join(ROOT, 'packages', 'server', 'dist', 'cli', 'index.js');
 }
