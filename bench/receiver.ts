@@ -14,30 +14,37 @@ let latencies: number[] = [];
 /** created_at of each event, in ms (the bench splits warm-up from measurement by it). */
 let created: number[] = [];
 
-const server = createServer(
-  { key: readFileSync(new URL('localhost-key.pem', tls)), cert: readFileSync(new URL('localhost.pem', tls)) },
-  (req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const now = Date.now();
-      count += 1;
-      if (count === 1) first = now;
-      last = now;
-      if (req.headers['x-service-event']) {
-        const at = Date.parse(JSON.parse(Buffer.concat(chunks).toString()).created_at);
-        latencies.push(now - at);
-        created.push(at);
-      }
-      res.writeHead(204);
-      res.end();
-    });
-  },
-);
-server.keepAliveTimeout = 60_000;
-server.listen(0, '127.0.0.1', () => {
-  process.send!({ port: (server.address() as { port: number }).port });
+/**
+ * Listens on `HERALD_BENCH_PORTS` ports (default 1), one server each with the
+ * same handler: each port is an origin of its own, so a bench can spread its
+ * endpoints over several origins (Herald caps requests in flight per origin).
+ */
+const options = { key: readFileSync(new URL('localhost-key.pem', tls)), cert: readFileSync(new URL('localhost.pem', tls)) };
+function handle(req: import('node:http').IncomingMessage, res: import('node:http').ServerResponse): void {
+  const chunks: Buffer[] = [];
+  req.on('data', (c: Buffer) => chunks.push(c));
+  req.on('end', () => {
+    const now = Date.now();
+    count += 1;
+    if (count === 1) first = now;
+    last = now;
+    if (req.headers['x-service-event']) {
+      const at = Date.parse(JSON.parse(Buffer.concat(chunks).toString()).created_at);
+      latencies.push(now - at);
+      created.push(at);
+    }
+    res.writeHead(204);
+    res.end();
+  });
+}
+const servers = Array.from({ length: Number(process.env.HERALD_BENCH_PORTS ?? 1) }, () => {
+  const server = createServer(options, handle);
+  server.keepAliveTimeout = 60_000;
+  return server;
 });
+Promise.all(servers.map((server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))))).then(
+  (ports) => process.send!({ port: ports[0], ports }),
+);
 process.on('message', (msg: { cmd: string }) => {
   if (msg.cmd === 'count') process.send!({ count, first, last, latencies: [], created: [] });
   if (msg.cmd === 'stats') process.send!({ count, first, last, latencies, created });
@@ -46,5 +53,5 @@ process.on('message', (msg: { cmd: string }) => {
     latencies = [];
     created = [];
   }
-  if (msg.cmd === 'exit') server.close(() => process.exit(0));
+  if (msg.cmd === 'exit') Promise.all(servers.map((server) => new Promise((r) => server.close(r)))).then(() => process.exit(0));
 });

@@ -25,6 +25,8 @@ const { values: opts } = parseArgs({
   options: {
     events: { type: 'string', default: '20000' },
     endpoints: { type: 'string', default: '10' },
+    /** The burst's endpoints spread over this many origins (receiver ports), in turn; Herald caps requests in flight per origin (64 by default). */
+    origins: { type: 'string', default: '1' },
     rate: { type: 'string', default: '1000' },
     seconds: { type: 'string', default: '10' },
     /** Seconds at the steady rate before the measured SECONDS, left out of the figures (reported apart). */
@@ -45,6 +47,7 @@ const { values: opts } = parseArgs({
 if (opts['worker-node-options'] && !opts.split) console.warn('--worker-node-options applies to the worker processes of --split only; ignored without it');
 const EVENTS = Number(opts.events);
 const ENDPOINTS = Number(opts.endpoints);
+const ORIGINS = Number(opts.origins);
 const RATE = Number(opts.rate);
 const SECONDS = Number(opts.seconds);
 const WARMUP = Number(opts.warmup);
@@ -67,13 +70,14 @@ interface ReceiverStats {
   created: number[];
 }
 
-function startReceiver(): Promise<{ child: ChildProcess; port: number; stats(full?: boolean): Promise<ReceiverStats>; reset(): void }> {
-  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs });
+function startReceiver(): Promise<{ child: ChildProcess; port: number; ports: number[]; stats(full?: boolean): Promise<ReceiverStats>; reset(): void }> {
+  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs, env: { ...process.env, HERALD_BENCH_PORTS: String(ORIGINS) } });
   return new Promise((resolve) => {
-    child.once('message', (m: { port: number }) =>
+    child.once('message', (m: { port: number; ports: number[] }) =>
       resolve({
         child,
         port: m.port,
+        ports: m.ports,
         // Polls ask for the count alone: the latencies are sent once, at the end.
         stats: (full = false) =>
           new Promise((r) => {
@@ -377,7 +381,7 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     }
     const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
     for (let i = 0; i < ENDPOINTS; i++) {
-      await call(h.url, bulkKey, '/v1/endpoints', { url: `https://localhost:${receiver.port}/bulk/${i}`, event_types: all });
+      await call(h.url, bulkKey, '/v1/endpoints', { url: `https://localhost:${receiver.ports[i % ORIGINS]}/bulk/${i}`, event_types: all });
     }
     await call(h.url, steadyKey, '/v1/endpoints', { url: `https://localhost:${receiver.port}/steady`, event_types: all });
 
@@ -552,7 +556,7 @@ async function ceilingNow(when: string): Promise<number> {
 const results: Result[] = [];
 let ceilingBefore = await ceilingNow('before');
 for (const engine of opts.engines!.split(',') as Array<'pglite' | 'postgres'>) {
-  console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints, then ${RATE} events/s for ${WARMUP} s of warm-up and ${SECONDS} s measured …`);
+  console.log(`running ${engine}: ${EVENTS} events × ${ENDPOINTS} endpoints on ${ORIGINS} origin${ORIGINS === 1 ? "" : "s"}, then ${RATE} events/s for ${WARMUP} s of warm-up and ${SECONDS} s measured …`);
   const result = await benchEngine(engine);
   const ceilingAfter = await ceilingNow(`after ${engine}`);
   results.push({ ...result, ceiling: (ceilingBefore + ceilingAfter) / 2 });
@@ -594,4 +598,4 @@ if (WARMUP > 0) {
   console.log(`\nSteady phase's warm-up (${WARMUP} s at the same rate, left out of p50 / p99 above): p99 ingest→receipt`);
   for (const r of results) console.log(`- ${r.engine}: ${r.warmupP99} ms`);
 }
-console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint, after ${WARMUP} s of warm-up at that rate`);
+console.log(`\nIn receivers: CPU time divided by the receiver's for the same requests (it does the same work in every run), a measure that holds still while the machine's speed drifts. ceiling: the mean of the ones measured just before and just after each engine (undici, ${ENDPOINT_CONCURRENCY} connections, same receiver); node ${process.version}; ${EVENTS} events × ${ENDPOINTS} endpoints on ${ORIGINS} origin${ORIGINS === 1 ? "" : "s"}; steady phase ${RATE} events/s × ${SECONDS} s to 1 endpoint, after ${WARMUP} s of warm-up at that rate`);
