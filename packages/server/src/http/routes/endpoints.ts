@@ -82,12 +82,13 @@ const listQuerySchema = {
 
 /** The list's filters from its query string: `search` and any number of `metadata[key]=value`. */
 function listFilter(query: Record<string, unknown>): EndpointFilter {
-  const metadata: Record<string, string> = {};
+  const pairs: Array<[string, string]> = [];
   for (const [k, v] of Object.entries(query)) {
     const key = METADATA_FILTER.exec(k)?.[1];
-    if (key !== undefined) metadata[key] = String(v);
+    if (key !== undefined) pairs.push([key, String(v)]);
   }
-  return { search: typeof query.search === 'string' ? query.search : undefined, metadata };
+  // fromEntries, not assignment: a key such as __proto__ stays a key.
+  return { search: typeof query.search === 'string' ? query.search : undefined, metadata: Object.fromEntries(pairs) };
 }
 
 /**
