@@ -1,9 +1,14 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ENGINES } from './helpers/engines.ts';
-import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
+import { randomUUID } from 'node:crypto';
+import { createAttempter } from '../src/dispatcher/attempt.ts';
+import type { ClaimedDelivery } from '../src/storage/queries/claim-deliveries.ts';
+import { alarmData, createTestHerald, TEST_KEY, testDispatcherConfig, type TestHerald } from './helpers/herald.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { claimDeliveries, giveBackClaim } from '../src/storage/queries/claim-deliveries.ts';
+import { openPostgres } from '../src/storage/postgres.ts';
 
 const SECRET_VALUE = 'Bearer s3cr3t-gateway-token-0c1d2e';
 
@@ -108,6 +113,62 @@ for (const engine of ENGINES) {
       assert.equal(receiver.requests[0]!.headers['x-api-key'], SECRET_VALUE);
       assert.ok(!JSON.stringify(sent.json).includes(SECRET_VALUE), 'the attempt log shows Herald\u2019s headers only');
       await h.api('DELETE', `/v1/endpoints/${created.json.id}`);
+    });
+
+    test('an endpoint created while a claim waited for its turn: the claim cannot read its headers, so the worker gives it back; the next claim sends them', { skip: engine !== 'postgres' && 'needs a second connection' }, async () => {
+      const claimId = randomUUID();
+      let claiming: Promise<Awaited<ReturnType<typeof claimDeliveries>>> | undefined;
+      let id = '';
+      // Another claim holds the claims' lock while this one starts (its view of endpoints is taken then) and waits.
+      // The holder has a pool of its own: a query of h.db inside h.db's transaction would run in that transaction.
+      const other = await openPostgres({ connectionString: h.db.url!, max: 1 });
+      try {
+        await other.transaction(async (tx) => {
+          await tx.query('SELECT pg_advisory_xact_lock(104101114097108100)');
+          claiming = claimDeliveries(h.db, { limit: 10, leaseMs: 60_000, endpointCap: 10, originCap: 10, now: h.clock.now(), claimId });
+          for (let i = 0; ; i++) {
+            const { rows } = await tx.query<{ n: number }>(
+              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%herald_claim%'`,
+            );
+            if (rows[0]!.n > 0) break;
+            assert.ok(i < 500, 'the claim never waited for the lock');
+            await new Promise((r) => setTimeout(r, 10));
+          }
+          const created = await create([{ name: 'X-Api-Key', value: SECRET_VALUE, secret: true }]);
+          id = created.json.id;
+          await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });
+        });
+      } finally {
+        await other.close();
+      }
+      const claimed = (await claiming!).filter((d) => d.endpoint_id === id);
+      assert.equal(claimed.length, 1, 'the function saw the new endpoint and its delivery');
+      assert.equal(claimed[0]!.headers, undefined, 'the claim’s own view of endpoints did not');
+      await giveBackClaim(h.db, claimId);
+
+      receiver.requests.length = 0;
+      assert.equal((await h.dispatcher.tick()).succeeded, 1);
+      assert.equal(receiver.requests[0]!.headers['x-api-key'], SECRET_VALUE);
+      await h.api('DELETE', `/v1/endpoints/${id}`);
+    });
+
+    test('the worker gives back a delivery whose endpoint’s headers the claim could not read, sending nothing', async () => {
+      let sent = 0;
+      const attempt = createAttempter({
+        config: testDispatcherConfig(),
+        clock: () => h.clock.now(),
+        encryptionKey: TEST_KEY,
+        send: async () => {
+          sent++;
+          throw new Error('not sent');
+        },
+        random: () => 0.5,
+        cancels: new Set(),
+      });
+      const d = { id: randomUUID(), endpoint_id: randomUUID(), lease_token: 1, enabled: true, headers: undefined } as unknown as ClaimedDelivery;
+      const result = await attempt(d, Number.POSITIVE_INFINITY, false);
+      assert.equal(result.outcome, 'given_back');
+      assert.equal(sent, 0);
     });
 
     test('names Herald or HTTP sets are refused, naming the header', async () => {
