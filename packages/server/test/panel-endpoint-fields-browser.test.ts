@@ -157,6 +157,7 @@ for (const engine of ENGINES) {
       await search.fill('FINANCE');
       await rowsAre(1);
       await rows.first().getByText('https://billing.example.com/hooks').waitFor();
+      await screenshot(page, 'endpoint-list-search');
       await search.fill('audit.example');
       await rows.first().getByText('Audit trail').waitFor();
       await rowsAre(1);
