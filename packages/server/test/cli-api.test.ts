@@ -132,7 +132,57 @@ for (const engine of ENGINES) {
 
       const none = await cli(['endpoints', 'update', endpointId]);
       assert.equal(none.code, 2, 'a usage error');
-      assert.match(none.stderr, /^herald: nothing to update; give --url, --events, --description or --rate-limit$/m);
+      assert.match(none.stderr, /^herald: nothing to update; give --url, --events, --description, --rate-limit, --header, --secret-header, --metadata, --clear-headers or --clear-metadata$/m);
+    });
+
+    test('custom headers and metadata on create and update; list --search and --metadata filter; a secret value is never printed', async () => {
+      const token = 'tok_cli_secret_value_9f8e7d';
+      const created = ok(
+        await cli([
+          'endpoints',
+          'create',
+          '--url',
+          'https://cli-meta.example.com/hook',
+          '--events',
+          'alarm.created',
+          '--description',
+          'CLI metadata check',
+          '--header',
+          'X-Tenant: acme',
+          '--secret-header',
+          `X-Api-Key: ${token}`,
+          '--metadata',
+          'team=billing',
+          '--metadata',
+          'tier=gold',
+        ]),
+      );
+      assert.match(created.stdout, /^headers +X-Tenant: acme; X-Api-Key: tok_… \(secret\)$/m);
+      assert.match(created.stdout, /^metadata +team=billing; tier=gold$/m);
+      assert.ok(!created.stdout.includes(token));
+      const id = /^id +(\S+)$/m.exec(created.stdout)![1]!;
+
+      const updated = ok(await cli(['endpoints', 'update', id, '--secret-header', 'X-Api-Key', '--metadata', 'team=ops']));
+      assert.match(updated.stdout, /^headers +X-Api-Key: tok_… \(secret\)$/m, 'the secret kept, X-Tenant gone');
+      assert.match(updated.stdout, /^metadata +team=ops$/m);
+      const cleared = ok(await cli(['endpoints', 'update', id, '--clear-headers', '--clear-metadata']));
+      assert.match(cleared.stdout, /^headers +\(none\)$/m);
+      assert.match(cleared.stdout, /^metadata +\(none\)$/m);
+      ok(await cli(['endpoints', 'update', id, '--metadata', 'team=ops']));
+
+      const searched = await json(['endpoints', 'list', '--search', 'CLI METADATA']);
+      assert.deepEqual(searched.data.map((e: { id: string }) => e.id), [id]);
+      const filtered = await json(['endpoints', 'list', '--metadata', 'team=ops']);
+      assert.deepEqual(filtered.data.map((e: { id: string }) => e.id), [id]);
+      assert.deepEqual((await json(['endpoints', 'list', '--metadata', 'team=billing'])).data, []);
+
+      const bad = await cli(['endpoints', 'update', id, '--header', 'no colon']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /must be "Name: value"/);
+      const refused = await cli(['endpoints', 'update', id, '--header', 'X-Service-Signature: v1=forged']);
+      assert.equal(refused.code, 1);
+      assert.match(refused.stderr, /X-Service-Signature is set by Herald or by HTTP itself/);
+      ok(await cli(['endpoints', 'delete', id]));
     });
 
     test('--rate-limit sets the limit on create and update and none removes it; get shows it, the slow-down and the retention', async () => {

@@ -17,6 +17,8 @@ const ENDPOINT_FIELDS = [
   'throttle',
   'retention',
   'secret_hint',
+  'headers',
+  'metadata',
   'last_attempt',
   'created_at',
   'updated_at',

@@ -46,11 +46,12 @@ export const signOut = () => request<void>('DELETE', '/v1/session', { expect401:
 export const listEventTypes = (signal?: AbortSignal) => request<Page<EventType>>('GET', '/v1/event-types', { signal });
 
 /** Every endpoint of the account, following the cursor (100 a page). */
-export async function listEndpoints(signal?: AbortSignal): Promise<Endpoint[]> {
+/** Every endpoint, or those whose URL or description contains `search` (ignoring case). */
+export async function listEndpoints(signal?: AbortSignal, search = ''): Promise<Endpoint[]> {
   const all: Endpoint[] = [];
   let cursor: string | null = null;
   do {
-    const query: string = `?limit=100${cursor ? `&cursor=${enc(cursor)}` : ''}`;
+    const query: string = `?limit=100${search ? `&search=${enc(search)}` : ''}${cursor ? `&cursor=${enc(cursor)}` : ''}`;
     const page: Page<Endpoint> = await request<Page<Endpoint>>('GET', `/v1/endpoints${query}`, { signal });
     all.push(...page.data);
     cursor = page.next_cursor;

@@ -57,9 +57,29 @@ export interface Endpoint {
   retention: { succeeded_days: number; undelivered_days: number };
   /** The start of the signing secret, e.g. "whsec_B8vG…"; the secret itself is shown once. */
   secret_hint: string;
+  /** Custom headers sent with every request; a secret one shows only `value_hint`. */
+  headers: EndpointHeader[];
+  /** The owner's own labels. */
+  metadata: Record<string, string>;
   created_at: string;
   updated_at: string;
   last_attempt?: AttemptSummary | null;
+}
+
+export interface EndpointHeader {
+  name: string;
+  secret: boolean;
+  /** Null when secret. */
+  value: string | null;
+  /** A secret value, masked; null when not secret. */
+  value_hint: string | null;
+}
+
+/** A custom header as sent on create or update: a secret one without a value keeps the value it has. */
+export interface EndpointHeaderInput {
+  name: string;
+  value?: string;
+  secret: boolean;
 }
 
 /** The answers of create and rotate-secret: the only ones that carry the secret. */
@@ -73,6 +93,10 @@ export interface EndpointInput {
   description?: string;
   /** Requests per second; null removes the limit. */
   rate_limit?: number | null;
+  /** Replaces the whole list. */
+  headers?: EndpointHeaderInput[];
+  /** Replaces the whole object. */
+  metadata?: Record<string, string>;
 }
 
 /** One HTTP request Herald sent (its id is the X-Service-Delivery-ID). */

@@ -8,7 +8,7 @@ import { Breadcrumb } from './endpoint/breadcrumb.tsx';
 import { EndpointForm } from './endpoint/endpoint-form.tsx';
 import { hostOf } from './endpoint/host-of.ts';
 
-/** Change the address, the events, the description or the rate limit; the secret stays. */
+/** Change the address, the events, the description, the rate limit, the custom headers or the metadata; the secret stays. */
 export function EndpointEdit({ id }: { id: string }) {
   const endpoint = useResource((signal) => getEndpoint(id, signal), id);
   const e = endpoint.data;
@@ -25,7 +25,7 @@ export function EndpointEdit({ id }: { id: string }) {
       {!e && endpoint.loading && <Loading />}
       {e && (
         <EndpointForm
-          initial={{ url: e.url, event_types: e.event_types, description: e.description, rate_limit: e.rate_limit }}
+          initial={{ url: e.url, event_types: e.event_types, description: e.description, rate_limit: e.rate_limit, initial_headers: e.headers, initial_metadata: e.metadata }}
           submitLabel="Save changes"
           cancelHref={paths.endpoint(id)}
           onSubmit={async (input) => {

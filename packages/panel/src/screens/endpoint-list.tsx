@@ -1,3 +1,4 @@
+import { useEffect, useState } from 'preact/hooks';
 import { listEndpoints } from '../api/herald.ts';
 import type { Endpoint } from '../api/types.ts';
 import { Alert, ErrorAlert } from '../components/alert.tsx';
@@ -14,7 +15,10 @@ import { FailureStreak } from './endpoint/failure-streak.tsx';
 
 /** Settings → Webhooks: every endpoint of the account at a glance. */
 export function EndpointList({ notice }: { notice?: string }) {
-  const endpoints = useResource((signal) => listEndpoints(signal), 'endpoints');
+  const [typed, setTyped] = useState('');
+  const search = useDebounced(typed.trim(), 250);
+  const endpoints = useResource((signal) => listEndpoints(signal, search), `endpoints:${search}`);
+  const searching = search !== '';
   const addButton = (
     <Link href={paths.newEndpoint} class="btn btn-primary" data-testid="add-endpoint">
       <span aria-hidden="true">+ </span>Add endpoint
@@ -23,7 +27,7 @@ export function EndpointList({ notice }: { notice?: string }) {
 
   return (
     <>
-      <PageHeader title="Webhooks" docTitle="Webhooks" actions={endpoints.data?.length ? addButton : undefined}>
+      <PageHeader title="Webhooks" docTitle="Webhooks" actions={endpoints.data?.length || searching ? addButton : undefined}>
         Herald sends a signed HTTPS <code>POST</code> to each endpoint when an event it subscribed to happens, and retries when it fails.
       </PageHeader>
       {notice && (
@@ -33,7 +37,30 @@ export function EndpointList({ notice }: { notice?: string }) {
       )}
       {endpoints.error && <ErrorAlert error={endpoints.error} title="The endpoints could not be loaded" onRetry={endpoints.reload} />}
       {!endpoints.data && endpoints.loading && <Loading label="Loading endpoints…" />}
-      {endpoints.data?.length === 0 && (
+      {/* Kept on screen while a search loads, so it keeps the focus; gone only when the account has no endpoint at all. */}
+      {!(typed === '' && !searching && endpoints.data?.length === 0) && (
+        <div class="list-search">
+          <label for="endpoint-search" class="visually-hidden">
+            Search endpoints
+          </label>
+          <input
+            id="endpoint-search"
+            class="input"
+            type="search"
+            placeholder="Search by URL or description"
+            autoComplete="off"
+            value={typed}
+            onInput={(e) => setTyped(e.currentTarget.value)}
+            data-testid="endpoint-search"
+          />
+        </div>
+      )}
+      {searching && endpoints.data?.length === 0 && (
+        <EmptyState title="No endpoints match" testId="endpoints-no-match">
+          No endpoint&rsquo;s URL or description contains &ldquo;{search}&rdquo;.
+        </EmptyState>
+      )}
+      {!searching && endpoints.data?.length === 0 && (
         <EmptyState title="No endpoints yet" action={addButton} testId="endpoints-empty">
           Add the HTTPS address of your receiver and choose the events it should get. Herald shows you its signing secret once, then you can
           send a test event right away.
@@ -42,6 +69,16 @@ export function EndpointList({ notice }: { notice?: string }) {
       {endpoints.data && endpoints.data.length > 0 && <EndpointTable endpoints={endpoints.data} />}
     </>
   );
+}
+
+/** `value`, once it has stayed the same for `ms`: a search runs when the typing pauses, not at every key. */
+function useDebounced(value: string, ms: number): string {
+  const [settled, setSettled] = useState(value);
+  useEffect(() => {
+    const timer = setTimeout(() => setSettled(value), ms);
+    return () => clearTimeout(timer);
+  }, [value, ms]);
+  return settled;
 }
 
 function EndpointTable({ endpoints }: { endpoints: Endpoint[] }) {

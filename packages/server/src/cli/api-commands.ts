@@ -49,6 +49,59 @@ function eventTypeList(value: string): string[] {
     .filter((s) => s !== '');
 }
 
+type HeaderOption = { name: string; value?: string; secret: boolean };
+
+/**
+ * `--header 'X-Tenant: acme'` (or `--secret-header`), each one added to those
+ * before it. A secret header given by name alone (`--secret-header
+ * X-Api-Key`) keeps the value it has, on update. The server checks names
+ * and values.
+ */
+const headerOption = (secret: boolean) => (raw: string, previous: HeaderOption[]) => {
+  const colon = raw.indexOf(':');
+  if (colon === -1 && !secret) throw new InvalidArgumentError('must be "Name: value", e.g. --header "X-Tenant: acme".');
+  const header = colon === -1 ? { name: raw.trim(), secret } : { name: raw.slice(0, colon).trim(), value: raw.slice(colon + 1).trim(), secret };
+  return [...previous, header];
+};
+
+/** `--metadata team=billing`, each pair added to those before it. */
+function metadataOption(pair: string, previous: Record<string, string>): Record<string, string> {
+  const eq = pair.indexOf('=');
+  if (eq < 1) throw new InvalidArgumentError('must be key=value, e.g. --metadata team=billing.');
+  return { ...previous, [pair.slice(0, eq)]: pair.slice(eq + 1) };
+}
+
+interface HeaderAndMetadataOptions {
+  header: HeaderOption[];
+  secretHeader: HeaderOption[];
+  clearHeaders?: boolean;
+  metadata: Record<string, string>;
+  clearMetadata?: boolean;
+}
+
+/** The API's headers and metadata for the options given, or nothing for those not given. */
+function headersAndMetadataBody(o: HeaderAndMetadataOptions): { headers?: HeaderOption[]; metadata?: Record<string, string> } {
+  const headers = [...o.header, ...o.secretHeader];
+  return {
+    ...(headers.length > 0 || o.clearHeaders ? { headers } : {}),
+    ...(Object.keys(o.metadata).length > 0 || o.clearMetadata ? { metadata: o.metadata } : {}),
+  };
+}
+
+/** The header and metadata options create and update share; on update, those given replace what the endpoint has. */
+function headerAndMetadataOptions(command: Command, update: boolean): Command {
+  const replacing = (what: string) => (update ? ` (replace all its ${what})` : '');
+  return command
+    .option('--header <name: value>', `a custom header sent with every request, e.g. "X-Tenant: acme"; repeat for more${replacing('headers')}`, headerOption(false), [])
+    .option(
+      '--secret-header <name: value>',
+      `a custom header whose value is stored encrypted and never shown again${update ? '; a name alone keeps its value' : ''}${replacing('headers')}`,
+      headerOption(true),
+      [],
+    )
+    .option('--metadata <key=value>', `a metadata pair, e.g. team=billing; repeat for more${replacing('metadata')}`, metadataOption, {});
+}
+
 /** Every mutating command sends an Idempotency-Key, so a command retried after a lost answer acts once. */
 function mutating(command: Command): Command {
   return command.option('--idempotency-key <key>', 'send this Idempotency-Key (default: a fresh UUID); repeat a command with the same key to retry it safely');
@@ -74,8 +127,14 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
 
   endpoints
     .command('list')
-    .description('list every endpoint, oldest first')
-    .action(async () => print({ body: await ctx.api().list<Endpoint>('/v1/endpoints') }, (page) => show.endpointRows(page.data)));
+    .description('list every endpoint, oldest first, or those matching --search and --metadata')
+    .option('--search <text>', 'only endpoints whose URL or description contains this text, ignoring case')
+    .option('--metadata <key=value>', 'only endpoints with this metadata pair, exactly; repeat to require several', metadataOption, {})
+    .action(async (o: { search?: string; metadata: Record<string, string> }) => {
+      const filters: Record<string, string | undefined> = { search: o.search };
+      for (const [k, v] of Object.entries(o.metadata)) filters[`metadata[${k}]`] = v;
+      print({ body: await ctx.api().list<Endpoint>('/v1/endpoints', filters) }, (page) => show.endpointRows(page.data));
+    });
 
   endpoints
     .command('get')
@@ -84,20 +143,24 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
     .action(async (endpointId: string) => print(await ctx.api().call<Endpoint>('GET', `/v1/endpoints/${id(endpointId)}`), show.endpointDetail));
 
   mutating(
-    endpoints
-      .command('create')
-      .description('create an endpoint; its signing secret is printed once')
-      .requiredOption('--url <url>', 'the https address that receives events')
-      .requiredOption('--events <types>', 'comma-separated event types, e.g. alarm.created,alarm.resolved', eventTypeList)
-      .option('--description <text>', 'what the endpoint is for')
-      .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none (the default): no limit', rateLimit),
-  ).action(async (o: { url: string; events: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string }) => {
+    headerAndMetadataOptions(
+      endpoints
+        .command('create')
+        .description('create an endpoint; its signing secret is printed once')
+        .requiredOption('--url <url>', 'the https address that receives events')
+        .requiredOption('--events <types>', 'comma-separated event types, e.g. alarm.created,alarm.resolved', eventTypeList)
+        .option('--description <text>', 'what the endpoint is for')
+        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none (the default): no limit', rateLimit),
+      false,
+    ),
+  ).action(async (o: { url: string; events: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string } & HeaderAndMetadataOptions) => {
     const res = await ctx.api().call<Endpoint & { secret: string }>('POST', '/v1/endpoints', {
       body: {
         url: o.url,
         event_types: o.events,
         ...(o.description !== undefined ? { description: o.description } : {}),
         ...rateLimitBody(o.rateLimit),
+        ...headersAndMetadataBody(o),
       },
       idempotencyKey: keyOf(o),
     });
@@ -105,18 +168,23 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
   });
 
   mutating(
-    endpoints
-      .command('update')
-      .description('change the address, the event types, the description or the rate limit; the secret stays')
-      .argument('<id>', 'endpoint id')
-      .option('--url <url>', 'new https address')
-      .option('--events <types>', 'new comma-separated event types (replaces the list)', eventTypeList)
-      .option('--description <text>', 'new description')
-      .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none removes the limit', rateLimit),
+    headerAndMetadataOptions(
+      endpoints
+        .command('update')
+        .description('change the address, the event types, the description, the rate limit, the custom headers or the metadata; the secret stays')
+        .argument('<id>', 'endpoint id')
+        .option('--url <url>', 'new https address')
+        .option('--events <types>', 'new comma-separated event types (replaces the list)', eventTypeList)
+        .option('--description <text>', 'new description')
+        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none removes the limit', rateLimit),
+      true,
+    )
+      .option('--clear-headers', 'remove every custom header')
+      .option('--clear-metadata', 'remove all metadata'),
   ).action(
     async (
       endpointId: string,
-      o: { url?: string; events?: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string },
+      o: { url?: string; events?: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string } & HeaderAndMetadataOptions,
       command: Command,
     ) => {
       const body = {
@@ -124,8 +192,11 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
         ...(o.events !== undefined ? { event_types: o.events } : {}),
         ...(o.description !== undefined ? { description: o.description } : {}),
         ...rateLimitBody(o.rateLimit),
+        ...headersAndMetadataBody(o),
       };
-      if (Object.keys(body).length === 0) command.error('error: nothing to update; give --url, --events, --description or --rate-limit');
+      if (Object.keys(body).length === 0) {
+        command.error('error: nothing to update; give --url, --events, --description, --rate-limit, --header, --secret-header, --metadata, --clear-headers or --clear-metadata');
+      }
       print(await ctx.api().call<Endpoint>('PATCH', `/v1/endpoints/${id(endpointId)}`, { body, idempotencyKey: keyOf(o) }), show.endpointDetail);
     },
   );

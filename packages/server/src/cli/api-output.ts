@@ -33,6 +33,8 @@ export interface Endpoint {
   throttle: { until: string | null; max_in_flight: number | null } | null;
   retention: { succeeded_days: number; undelivered_days: number };
   secret_hint: string;
+  headers: Array<{ name: string; secret: boolean; value: string | null; value_hint: string | null }>;
+  metadata: Record<string, string>;
   created_at: string;
   updated_at: string;
   last_attempt: Attempt | null;
@@ -132,6 +134,8 @@ export function endpointDetail(e: Endpoint): string {
     ['slowed down', throttleText(e)],
     ['history', retentionText(e)],
     ['secret', `${e.secret_hint} (masked)`],
+    ['headers', e.headers.length === 0 ? '(none)' : e.headers.map((h) => `${h.name}: ${h.secret ? `${h.value_hint} (secret)` : h.value}`).join('; ')],
+    ['metadata', Object.keys(e.metadata).length === 0 ? '(none)' : Object.entries(e.metadata).map(([k, v]) => `${k}=${v}`).join('; ')],
     ['created', e.created_at],
     ['updated', e.updated_at],
     ['last attempt', e.last_attempt ? `${e.last_attempt.started_at}  ${attemptSummary(e.last_attempt)}` : '(none)'],

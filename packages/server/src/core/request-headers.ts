@@ -25,7 +25,9 @@ export function attemptHeaders(p: { eventType: string; eventId: string; attemptI
 
 /**
  * The headers of one attempt, signed at send time with the endpoint's
- * current secret through the one signer in @herald/verify.
+ * current secret through the one signer in @herald/verify. The endpoint's
+ * custom headers (`custom`, checked when saved: none can take a name Herald
+ * sets) come first, and Herald's own are set over them all the same.
  */
 export function buildRequestHeaders(p: {
   eventType: string;
@@ -34,9 +36,12 @@ export function buildRequestHeaders(p: {
   timestamp: number;
   body: Buffer;
   secret: string;
+  custom?: ReadonlyArray<readonly [string, string]>;
 }): Record<string, string> {
   const signature = signSync({ body: p.body, secret: p.secret, timestamp: p.timestamp });
-  return attemptHeaders({ eventType: p.eventType, eventId: p.eventId, attemptId: p.attemptId, timestamp: p.timestamp, signature });
+  const own = attemptHeaders({ eventType: p.eventType, eventId: p.eventId, attemptId: p.attemptId, timestamp: p.timestamp, signature });
+  if (!p.custom || p.custom.length === 0) return own;
+  return { ...Object.fromEntries(p.custom), ...own };
 }
 
 /** The signature header of headers built above. */

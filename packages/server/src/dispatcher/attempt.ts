@@ -5,6 +5,7 @@ import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import type { Send } from '../outbound/send.ts';
 import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
 import type { DeliveryResult } from '../storage/queries/record-results.ts';
+import { headersOpener } from './headers-opener.ts';
 import type { Logger } from './record.ts';
 import { resultOf, secretOpener, unsent } from './results.ts';
 
@@ -30,10 +31,13 @@ export function createAttempter(p: {
 }) {
   const { config, clock, log } = p;
   const secretOf = secretOpener(p.encryptionKey);
+  const customHeadersOf = headersOpener(p.encryptionKey);
 
   return async function attempt(d: ClaimedDelivery, leaseSafeUntil: number, stopping: boolean): Promise<DeliveryResult> {
     if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
     if (stopping) return unsent(d, 'given_back');
+    // Its endpoint is newer than the claim's view of endpoints: its custom headers are unknown.
+    if (d.headers === undefined) return unsent(d, 'given_back');
     if (performance.now() + config.requestTimeoutMs + LEASE_MARGIN_MS > leaseSafeUntil) {
       log?.warn({ delivery: d.id }, 'too little of the lease was left to send the delivery; it is given back');
       return unsent(d, 'given_back');
@@ -43,7 +47,7 @@ export function createAttempter(p: {
     const id = uuidV7(startedAt.getTime());
     let headers: Record<string, string>;
     try {
-      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d) });
+      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d), custom: customHeadersOf(d) });
     } catch (err) {
       // Nothing was sent, and trying again would fail the same way (a signing
       // secret that does not decrypt, say): the delivery fails now, saying

@@ -1,3 +1,4 @@
+import { headerView } from '../core/custom-headers.ts';
 import { loggedHeaders } from '../core/request-headers.ts';
 import type { ApiKeyRow } from '../storage/queries/api-keys.ts';
 import type { AttemptDetailRow, AttemptRow } from '../storage/queries/attempts.ts';
@@ -27,7 +28,7 @@ function throttleJson(e: EndpointRow, now: Date) {
   return { until: until?.toISOString() ?? null, max_in_flight: e.throttle_limit };
 }
 
-/** The public form of an endpoint. The signing secret never appears here, only its hint. */
+/** The public form of an endpoint. The signing secret never appears here, only its hint, nor a secret header's value. */
 export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: AttemptRow | null = null) {
   return {
     id: e.id,
@@ -43,6 +44,8 @@ export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: 
     throttle: throttleJson(e, ctx.now),
     retention: { succeeded_days: ctx.retention.succeededDays, undelivered_days: ctx.retention.undeliveredDays },
     secret_hint: e.secret_hint,
+    headers: (e.headers ?? []).map(headerView),
+    metadata: e.metadata,
     created_at: e.created_at.toISOString(),
     updated_at: e.updated_at.toISOString(),
     last_attempt: lastAttempt ? attemptJson(lastAttempt) : null,

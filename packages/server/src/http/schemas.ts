@@ -131,6 +131,26 @@ const endpointProperties = {
     },
   },
   secret_hint: { type: 'string', description: 'The signing secret, masked. The secret itself is shown once.' },
+  headers: {
+    type: 'array',
+    description: 'Custom headers sent with every request to this endpoint, in order. A secret value is never shown: value is null and value_hint masks it.',
+    items: {
+      type: 'object',
+      required: ['name', 'secret', 'value', 'value_hint'],
+      properties: {
+        name: { type: 'string', examples: ['X-Api-Key'] },
+        secret: { type: 'boolean' },
+        value: { ...nullable({ type: 'string' }), description: 'The value; null when it is secret.' },
+        value_hint: { ...nullable({ type: 'string' }), description: 'A secret value, masked (its first four characters when it has 16 or more); null when it is not secret.' },
+      },
+    },
+  },
+  metadata: {
+    type: 'object',
+    additionalProperties: { type: 'string' },
+    description: 'The owner\u2019s own labels: string keys to string values, as set.',
+    examples: [{ team: 'billing' }],
+  },
   created_at: time,
   updated_at: time,
   last_attempt: { ...nullable(ref('Attempt')), description: 'The newest attempt in the log, or null.' },

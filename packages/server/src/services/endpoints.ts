@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { DEFAULT_LIMITS } from '../config.ts';
 import { HeraldError, invalidField } from '../errors.ts';
+import { checkHeaders } from '../core/custom-headers.ts';
 import { parseEndpointUrl } from '../core/endpoint-url.ts';
+import { checkMetadata } from '../core/metadata.ts';
 import { encryptSecret, generateSigningSecret, maskSecret } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 import { lockAccount } from '../storage/queries/accounts.ts';
@@ -14,6 +16,8 @@ export interface EndpointInput {
   description?: unknown;
   event_types?: unknown;
   rate_limit?: unknown;
+  headers?: unknown;
+  metadata?: unknown;
 }
 
 /** The bounds of an endpoint's rate limit, in requests per second. */
@@ -70,6 +74,8 @@ export async function createEndpoint(
   const rateLimit = checkRateLimit(input.rate_limit) ?? null;
   const eventTypes = await checkEventTypes(deps.db, input.event_types);
   const id = randomUUID();
+  const headers = checkHeaders(input.headers, { encryptionKey: deps.encryptionKey, endpointId: id, previous: [] });
+  const metadata = checkMetadata(input.metadata);
   const secret = generateSigningSecret();
   const limit = (deps.limits ?? DEFAULT_LIMITS).endpointsPerAccount;
   const endpoint = await deps.db.transaction(async (tx) => {
@@ -92,6 +98,8 @@ export async function createEndpoint(
       rateLimit,
       secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
       secretHint: maskSecret(secret),
+      headers,
+      metadata,
     });
   });
   return { endpoint, secret };
@@ -103,10 +111,21 @@ export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: s
     description: checkDescription(input.description),
     rateLimit: checkRateLimit(input.rate_limit),
     eventTypes: input.event_types === undefined ? undefined : await checkEventTypes(deps.db, input.event_types),
+    metadata: checkMetadata(input.metadata),
   };
-  const row = await q.updateEndpoint(deps.db, accountId, id, patch);
-  if (!row) throw endpointNotFound(id);
-  return row;
+  if (input.headers === undefined) {
+    const row = await q.updateEndpoint(deps.db, accountId, id, patch);
+    if (!row) throw endpointNotFound(id);
+    return row;
+  }
+  // A secret header given without its value keeps the stored one: read under
+  // the row's lock, so a concurrent update cannot slip between.
+  return deps.db.transaction(async (tx) => {
+    const current = await q.lockEndpoint(tx, accountId, id);
+    if (!current) throw endpointNotFound(id);
+    const headers = checkHeaders(input.headers, { encryptionKey: deps.encryptionKey, endpointId: id, previous: current.headers ?? [] });
+    return (await q.updateEndpoint(tx, accountId, id, { ...patch, headers }))!;
+  });
 }
 
 export async function getEndpoint(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {

@@ -1,6 +1,7 @@
 import { unixSeconds } from '../core/clock.ts';
 import { serialiseEnvelope } from '../core/envelope.ts';
 import { classifyOutcome, type AttemptResult } from '../core/outcome.ts';
+import { openHeaders } from '../core/custom-headers.ts';
 import { decryptSecret } from '../core/secrets.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import { invalidField } from '../errors.ts';
@@ -79,6 +80,7 @@ export async function sendTestEvent(
     timestamp: unixSeconds(startedAt),
     body,
     secret: decryptSecret(deps.encryptionKey, endpoint.secret_encrypted, endpoint.id),
+    custom: openHeaders(deps.encryptionKey, endpoint.id, endpoint.headers ?? []),
   });
   const sent = await outbound.send({ url: endpoint.url, headers, body });
   const outcome = classifyOutcome(sent.result);

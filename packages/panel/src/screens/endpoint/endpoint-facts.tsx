@@ -4,7 +4,7 @@ import { TimeAgo } from '../../components/time-ago.tsx';
 import { days } from '../../lib/rate-limit.ts';
 import { FailureStreak } from './failure-streak.tsx';
 
-/** The endpoint's settings at a glance: events, secret hint, failure streak, rate limit, how long history is kept, dates. */
+/** The endpoint's settings at a glance: events, secret hint, failure streak, rate limit, custom headers, metadata, how long history is kept, dates. */
 export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: Endpoint; onRotate(): void; onRecover(): void }) {
   return (
     <section class="card" aria-labelledby="facts-heading">
@@ -40,6 +40,34 @@ export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: 
         <dd data-testid="rate-limit-fact">
           {e.rate_limit === null ? 'No limit' : `At most ${e.rate_limit.toLocaleString()} ${e.rate_limit === 1 ? 'request' : 'requests'} per second`}
         </dd>
+        <dt>Custom headers</dt>
+        <dd data-testid="headers-fact">
+          {e.headers.length === 0 ? (
+            'None'
+          ) : (
+            <ul class="plain-list">
+              {e.headers.map((h) => (
+                <li key={h.name} class="mono">
+                  {h.name}: {h.secret ? <span class="muted">{h.value_hint} (secret)</span> : h.value}
+                </li>
+              ))}
+            </ul>
+          )}
+        </dd>
+        {Object.keys(e.metadata).length > 0 && (
+          <>
+            <dt>Metadata</dt>
+            <dd data-testid="metadata-fact">
+              <ul class="plain-list">
+                {Object.entries(e.metadata).map(([k, v]) => (
+                  <li key={k}>
+                    <span class="mono">{k}</span>: {v}
+                  </li>
+                ))}
+              </ul>
+            </dd>
+          </>
+        )}
         <dt>Redeliver</dt>
         <dd>
           <Button small variant="ghost" onClick={onRecover} data-testid="open-recover">

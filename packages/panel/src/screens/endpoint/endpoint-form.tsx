@@ -1,7 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import type { ApiError } from '../../api/client.ts';
 import { listEventTypes } from '../../api/herald.ts';
-import type { EndpointInput } from '../../api/types.ts';
+import type { Endpoint, EndpointInput } from '../../api/types.ts';
 import { ErrorAlert } from '../../components/alert.tsx';
 import { Button } from '../../components/button.tsx';
 import { describedBy, Field } from '../../components/field.tsx';
@@ -12,15 +12,26 @@ import { afterPointerRelease } from '../../lib/after-pointer.ts';
 import { parseRateLimit } from '../../lib/rate-limit.ts';
 import { asApiError, useResource } from '../../lib/use-resource.ts';
 import { EventTypePicker } from './event-type-picker.tsx';
+import { headerRows, HeadersEditor, headersInput, type HeaderRow } from './headers-editor.tsx';
+import { MetadataEditor, metadataInput, metadataRows, type MetadataRow } from './metadata-editor.tsx';
 
 interface Props {
-  initial: EndpointInput;
+  /** `initial_headers` and `initial_metadata`: the endpoint's, as shown (a secret header has no value). */
+  initial: EndpointInput & { initial_headers?: Endpoint['headers']; initial_metadata?: Endpoint['metadata'] };
   submitLabel: string;
   cancelHref: string;
   onSubmit(input: EndpointInput): Promise<void>;
 }
 
-type Errors = Partial<Record<'url' | 'event_types' | 'description' | 'rate_limit', string>>;
+type Errors = Partial<Record<'url' | 'event_types' | 'description' | 'rate_limit' | 'headers' | 'metadata', string>>;
+
+/** The server's message for a header, naming the row it came from ("Header 2: …"). */
+function headerError(apiError: ApiError, rowOf: number[]): string | undefined {
+  const hit = apiError.problem.errors?.find((e) => e.field === 'headers' || e.field.startsWith('headers['));
+  if (!hit) return undefined;
+  const index = /^headers\[(\d+)\]/.exec(hit.field)?.[1];
+  return index === undefined ? hit.message : `Header ${(rowOf[Number(index)] ?? Number(index)) + 1}: ${hit.message}`;
+}
 
 /**
  * Add and edit share this form. The address is checked here as the user
@@ -33,6 +44,8 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
   const [description, setDescription] = useState(initial.description ?? '');
   const [types, setTypes] = useState<string[]>(initial.event_types);
   const [rateLimit, setRateLimit] = useState(initial.rate_limit == null ? '' : String(initial.rate_limit));
+  const [headers, setHeaders] = useState<HeaderRow[]>(() => headerRows(initial.initial_headers));
+  const [metadata, setMetadata] = useState<MetadataRow[]>(() => metadataRows(initial.initial_metadata));
   const [errors, setErrors] = useState<Errors>({});
   const [formError, setFormError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
@@ -66,9 +79,17 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
     setErrors(found);
     if (Object.keys(found).length) return focusFirst(found);
     setBusy(true);
+    const custom = headersInput(headers);
     try {
       // Always sent: an emptied field removes the limit the endpoint had.
-      await onSubmit({ url: url.trim(), event_types: types, description: description.trim(), rate_limit: 'value' in rate ? rate.value : null });
+      await onSubmit({
+        url: url.trim(),
+        event_types: types,
+        description: description.trim(),
+        rate_limit: 'value' in rate ? rate.value : null,
+        headers: custom.headers,
+        metadata: metadataInput(metadata),
+      });
     } catch (err) {
       const apiError = asApiError(err);
       const fromServer: Errors = {
@@ -76,6 +97,8 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
         event_types: apiError.fieldError('event_types'),
         description: apiError.fieldError('description'),
         rate_limit: apiError.fieldError('rate_limit'),
+        headers: headerError(apiError, custom.rowOf),
+        metadata: apiError.fieldError('metadata'),
       };
       if (Object.values(fromServer).some(Boolean)) {
         setErrors(fromServer);
@@ -172,6 +195,8 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
           </span>
         </span>
       </Field>
+      <HeadersEditor rows={headers} onChange={setHeaders} error={errors.headers} />
+      <MetadataEditor rows={metadata} onChange={setMetadata} error={errors.metadata} />
       <div class="form-actions">
         <Link href={cancelHref} class="btn btn-secondary">
           Cancel

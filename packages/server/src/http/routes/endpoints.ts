@@ -4,7 +4,9 @@ import { disableEndpoint, enableEndpoint, recoverEndpoint } from '../../services
 import { DEFAULT_RETENTION } from '../../config.ts';
 import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
 import { lastAttempts } from '../../storage/queries/attempts.ts';
-import { listEndpoints, type EndpointRow } from '../../storage/queries/endpoints.ts';
+import { listEndpoints, type EndpointFilter, type EndpointRow } from '../../storage/queries/endpoints.ts';
+import { MAX_HEADERS, MAX_TOTAL_LENGTH, MAX_VALUE_LENGTH } from '../../core/custom-headers.ts';
+import { MAX_METADATA_KEYS, MAX_METADATA_KEY_LENGTH, MAX_METADATA_VALUE_LENGTH } from '../../core/metadata.ts';
 import { attemptRecordJson, endpointJson } from '../representations.ts';
 import { pageOf, pageQuerySchema, parsePage, staleCursor } from '../pagination.ts';
 import { bodyOptional, ok, pageOfSchema, problems, ref } from '../schemas.ts';
@@ -34,9 +36,60 @@ const endpointFields = {
       'The most requests per second Herald sends to this endpoint, from 1 to 10,000, with bursts of up to one second\u2019s worth; null (the default) for no limit but the in-flight caps. On an update, null removes the limit.',
     examples: [50],
   },
+  headers: {
+    type: 'array',
+    maxItems: MAX_HEADERS,
+    description: `Custom headers added to every request to this endpoint, at most ${MAX_HEADERS}, names and values adding up to ${MAX_TOTAL_LENGTH.toLocaleString('en')} characters. A name is an HTTP token and may not be one Herald or HTTP sets (the X-Service- headers, Content-Type, Content-Length, Host, User-Agent, Connection, Transfer-Encoding, …). A value is 1 to ${MAX_VALUE_LENGTH.toLocaleString('en')} printable ASCII characters. A secret value is stored encrypted and never shown again; on an update, a secret header given without a value keeps its value. The list given replaces the whole list; [] removes them all.`,
+    items: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['name'],
+      properties: {
+        name: { type: 'string', examples: ['X-Api-Key'] },
+        value: { type: 'string' },
+        secret: { type: 'boolean', default: false },
+      },
+    },
+    examples: [[{ name: 'X-Api-Key', value: 'k_live_4f9a1c0e6b2d8e73', secret: true }]],
+  },
+  metadata: {
+    type: 'object',
+    description: `Your own labels: up to ${MAX_METADATA_KEYS} string keys (1 to ${MAX_METADATA_KEY_LENGTH} characters, no square brackets) to string values (up to ${MAX_METADATA_VALUE_LENGTH} characters). The object given replaces the whole object; {} removes it all. Filter the list with metadata[key]=value.`,
+    examples: [{ team: 'billing', region: 'eu' }],
+  },
 } as const;
 
-type EndpointBody = { url?: string; description?: string; event_types?: string[]; rate_limit?: number | null };
+type EndpointBody = {
+  url?: string;
+  description?: string;
+  event_types?: string[];
+  rate_limit?: number | null;
+  headers?: Array<{ name: string; value?: string; secret?: boolean }>;
+  metadata?: Record<string, string>;
+};
+
+/** `metadata[key]=value` in the list's query string. */
+const METADATA_FILTER = /^metadata\[([^[\]]+)\]$/;
+
+const listQuerySchema = {
+  ...pageQuerySchema,
+  properties: {
+    ...pageQuerySchema.properties,
+    search: { type: 'string', maxLength: 200, description: 'Only endpoints whose URL or description contains this text, ignoring case.' },
+  },
+  patternProperties: { [METADATA_FILTER.source]: { type: 'string' } },
+} as const;
+
+/** The list's filters from its query string: `search` and any number of `metadata[key]=value`. */
+function listFilter(query: Record<string, unknown>): EndpointFilter {
+  const pairs: Array<[string, string]> = [];
+  for (const [k, v] of Object.entries(query)) {
+    const key = METADATA_FILTER.exec(k)?.[1];
+    if (key !== undefined) pairs.push([key, String(v)]);
+  }
+  // fromEntries, not assignment: a key such as __proto__ stays a key.
+  return { search: typeof query.search === 'string' ? query.search : undefined, metadata: Object.fromEntries(pairs) };
+}
 
 /**
  * Checks rate_limit before the schema does, so that a wrong value gets one
@@ -78,21 +131,22 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.get<{ Querystring: { limit?: string; cursor?: string } }>(
+  app.get<{ Querystring: { limit?: string; cursor?: string; search?: string } & Record<string, unknown> }>(
     '/v1/endpoints',
     {
       schema: {
         tags,
         operationId: 'listEndpoints',
         summary: 'List endpoints',
-        description: 'Oldest first, each with its state, failure streak and newest attempt.',
-        querystring: pageQuerySchema,
+        description:
+          'Oldest first, each with its state, failure streak and newest attempt. Narrow the list with search (URL or description, ignoring case) and metadata[key]=value (exact; give several to require them all), e.g. ?search=acme&metadata[team]=billing. The cursor of a filtered page continues the same filtered list: pass the same filters with it.',
+        querystring: listQuerySchema,
         response: { 200: ok(pageOfSchema('Endpoint'), 'A page of endpoints.'), ...problems(400, 401, 429) },
       },
     },
     async (req) => {
       const page = parsePage(req.query);
-      const rows = await listEndpoints(deps.db, req.accountId, { limit: page.limit + 1, after: page.after });
+      const rows = await listEndpoints(deps.db, req.accountId, { limit: page.limit + 1, after: page.after }, listFilter(req.query));
       if (!rows) throw staleCursor();
       const { items, next_cursor } = pageOf(rows, page.limit);
       return { data: await withLastAttempt(items), next_cursor };
@@ -116,7 +170,7 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         operationId: 'updateEndpoint',
         summary: 'Update an endpoint',
         description:
-          'Changes the address (validated again), the subscribed event types, the description or the rate limit (null removes it). Fields left out stay as they are.',
+          'Changes the address (validated again), the subscribed event types, the description, the rate limit (null removes it), the custom headers or the metadata (each replaced whole). Fields left out stay as they are.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: endpointFields },
         response: { 200: ok('Endpoint', 'The endpoint as updated.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },

@@ -1,3 +1,4 @@
+import type { StoredHeader } from '../../core/custom-headers.ts';
 import type { Db, Queryable } from '../db.ts';
 
 /** An endpoint's origin (scheme, host, port) as the scheduler groups endpoints that share connections. */
@@ -24,21 +25,48 @@ export interface EndpointRow {
   throttle_limit: number | null;
   secret_encrypted: Buffer;
   secret_hint: string;
+  /** Custom headers sent with every request (NULL: none); secret values sealed. */
+  headers: StoredHeader[] | null;
+  /** The owner's labels: string keys to string values. */
+  metadata: Record<string, string>;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
-  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, created_at, updated_at`;
+  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, headers, metadata, created_at, updated_at`;
 
 export async function insertEndpoint(
   db: Queryable,
-  e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; rateLimit?: number | null; secretEncrypted: Buffer; secretHint: string },
+  e: {
+    id: string;
+    accountId: string;
+    url: string;
+    description: string;
+    eventTypes: string[];
+    rateLimit?: number | null;
+    secretEncrypted: Buffer;
+    secretHint: string;
+    headers?: StoredHeader[];
+    metadata?: Record<string, string>;
+  },
 ): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint)
-     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7) RETURNING ${COLUMNS}`,
-    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url), e.rateLimit ?? null],
+    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint, headers, metadata)
+     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7, $10::jsonb, $11::jsonb) RETURNING ${COLUMNS}`,
+    [
+      e.id,
+      e.accountId,
+      e.url,
+      e.description,
+      e.eventTypes,
+      e.secretEncrypted,
+      e.secretHint,
+      originOf(e.url),
+      e.rateLimit ?? null,
+      headersJson(e.headers),
+      JSON.stringify(e.metadata ?? {}),
+    ],
   );
   return rows[0]!;
 }
@@ -61,13 +89,36 @@ export async function getEndpoint(db: Queryable, accountId: string, id: string):
   return (await db.query<EndpointRow>(`SELECT ${COLUMNS} FROM endpoints WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
 }
 
+/** What the endpoint list may be narrowed to. */
+export interface EndpointFilter {
+  /** Matches the URL or the description, ignoring case, anywhere in it. */
+  search?: string;
+  /** Every pair must be in the endpoint's metadata, exactly. */
+  metadata?: Record<string, string>;
+}
+
 /**
  * One page in creation order, after the previous page's last row; each with
  * its `position` for the next cursor. Null when the cursor is a bare id of an
- * endpoint that no longer exists.
+ * endpoint that no longer exists. A filter narrows the rows the page is
+ * taken from, so pages of a filtered list follow on from one another as
+ * pages of the whole list do.
  */
-export async function listEndpoints(db: Queryable, accountId: string, page: { limit: number; after?: PageAfter }): Promise<Array<EndpointRow & { position: string }> | null> {
-  return pageOfTable<EndpointRow>(db, 'endpoints', COLUMNS, accountId, page);
+export async function listEndpoints(
+  db: Queryable,
+  accountId: string,
+  page: { limit: number; after?: PageAfter },
+  filter: EndpointFilter = {},
+): Promise<Array<EndpointRow & { position: string }> | null> {
+  const search = filter.search ? filter.search : null;
+  const metadata = filter.metadata && Object.keys(filter.metadata).length > 0 ? JSON.stringify(filter.metadata) : null;
+  if (search === null && metadata === null) return pageOfTable<EndpointRow>(db, 'endpoints', COLUMNS, accountId, page);
+  return pageOfTable<EndpointRow>(db, 'endpoints', COLUMNS, accountId, page, {
+    // strpos, not LIKE: the search is taken as it is, % and _ included.
+    sql: `($5::text IS NULL OR strpos(lower(url), lower($5)) > 0 OR strpos(lower(description), lower($5)) > 0)
+      AND ($6::jsonb IS NULL OR metadata @> $6::jsonb)`,
+    params: [search, metadata],
+  });
 }
 
 export async function updateEndpoint(
@@ -75,11 +126,21 @@ export async function updateEndpoint(
   accountId: string,
   id: string,
   /** Fields left undefined stay as they are; `rateLimit: null` removes the limit. */
-  patch: { url?: string; description?: string; eventTypes?: string[]; rateLimit?: number | null },
+  patch: {
+    url?: string;
+    description?: string;
+    eventTypes?: string[];
+    rateLimit?: number | null;
+    /** The whole list, replaced; [] removes them all. */
+    headers?: StoredHeader[];
+    /** The whole object, replaced; {} removes it all. */
+    metadata?: Record<string, string>;
+  },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET url = COALESCE($3, url), origin = COALESCE($6, origin), description = COALESCE($4, description),
-        event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END, updated_at = now()
+        event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END,
+        headers = CASE WHEN $9 THEN $10::jsonb ELSE headers END, metadata = COALESCE($11::jsonb, metadata), updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [
       accountId,
@@ -90,9 +151,17 @@ export async function updateEndpoint(
       patch.url === undefined ? null : originOf(patch.url),
       patch.rateLimit !== undefined,
       patch.rateLimit ?? null,
+      patch.headers !== undefined,
+      headersJson(patch.headers),
+      patch.metadata === undefined ? null : JSON.stringify(patch.metadata),
     ],
   );
   return rows[0];
+}
+
+/** Custom headers as the column holds them: NULL for none, so the claim carries nothing for most endpoints. */
+function headersJson(headers: StoredHeader[] | undefined): string | null {
+  return headers && headers.length > 0 ? JSON.stringify(headers) : null;
 }
 
 /**
