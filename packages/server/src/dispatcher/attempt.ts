@@ -36,8 +36,6 @@ export function createAttempter(p: {
   return async function attempt(d: ClaimedDelivery, leaseSafeUntil: number, stopping: boolean): Promise<DeliveryResult> {
     if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
     if (stopping) return unsent(d, 'given_back');
-    // Its endpoint is newer than the claim's view of endpoints: its custom headers are unknown.
-    if (d.headers === undefined) return unsent(d, 'given_back');
     if (performance.now() + config.requestTimeoutMs + LEASE_MARGIN_MS > leaseSafeUntil) {
       log?.warn({ delivery: d.id }, 'too little of the lease was left to send the delivery; it is given back');
       return unsent(d, 'given_back');

@@ -19,16 +19,11 @@ export interface ClaimedDelivery {
   secret_encrypted: Buffer;
   /** false: the endpoint was disabled; the worker marks the delivery skipped instead of sending it. */
   enabled: boolean;
-  /**
-   * The endpoint's custom headers as JSON text, secret values sealed (NULL:
-   * none), or undefined when the endpoint was created after the claim began
-   * and its headers could not be read with it: the worker gives such a
-   * delivery back unsent, for the next claim.
-   */
-  headers: string | null | undefined;
+  /** The endpoint's custom headers as JSON text, secret values sealed; null: none. */
+  headers: string | null;
 }
 
-type ClaimRow = Omit<ClaimedDelivery, 'body' | 'headers'> & { body: string | null; headers: string | null; endpoint_read: boolean };
+type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
 
 /**
  * Claims due deliveries across all workers: the function herald_claim
@@ -42,11 +37,6 @@ type ClaimRow = Omit<ClaimedDelivery, 'body' | 'headers'> & { body: string | nul
  * Each event's body comes once per claim, on the first of its deliveries
  * (the others have NULL), and becomes one Buffer that all of them share: a
  * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
- *
- * The endpoint's custom headers are read beside the function, as text that
- * the worker parses once per endpoint. The outer query reads endpoints as
- * they were when it began, before the function took the claims' lock: an
- * endpoint created while it waited is missing there (endpoint_read false).
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -61,18 +51,14 @@ export async function claimDeliveries(
   },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT c.*, ep.headers::text AS headers, ep.id IS NOT NULL AS endpoint_read
-       FROM herald_claim($1, $2, $3, $4, $5, $6) c LEFT JOIN endpoints ep ON ep.id = c.endpoint_id`,
+    `SELECT * FROM herald_claim($1, $2, $3, $4, $5, $6)`,
     [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap, p.claimId ?? randomUUID()],
-    { name: 'herald_claim_v3' },
+    { name: 'herald_claim_v4' },
   );
   const bodies = new Map<string, Buffer>();
   for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
   // In place: a copy of every claimed row was garbage the moment it was made.
-  for (const r of rows) {
-    (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
-    if (!r.endpoint_read) (r as unknown as ClaimedDelivery).headers = undefined;
-  }
+  for (const r of rows) (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
   return rows as unknown as ClaimedDelivery[];
 }
 

@@ -15,11 +15,15 @@
 --   this time); one it has already changed is no longer pending. Disabling
 --   still waits for the rows a claim locked, and so still sees, after its
 --   update, the in_flight rows of every claim that took any of them;
--- - leases that ran out are reaped only when there are any.
+-- - leases that ran out are reaped only when there are any;
+-- - it returns the endpoint's custom headers (migration 015) with the rest,
+--   read in the same statement as the delivery it goes with.
 
-CREATE OR REPLACE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int, p_claim_id uuid DEFAULT NULL)
+DROP FUNCTION herald_claim(timestamptz, int, int, int, int, uuid);
+
+CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int, p_claim_id uuid DEFAULT NULL)
 RETURNS TABLE (id uuid, account_id uuid, event_id uuid, endpoint_id uuid, attempt int, lease_token bigint, type text,
-               body text, url text, origin text, secret_encrypted bytea, enabled boolean)
+               body text, url text, origin text, secret_encrypted bytea, enabled boolean, headers text)
 LANGUAGE plpgsql VOLATILE ROWS 64
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -158,7 +162,7 @@ BEGIN
   -- Each event's body once per claim, on its first delivery (migration 011).
   SELECT n.id, n.account_id, n.event_id, n.endpoint_id, n.attempt, n.lease_token, e.type,
          CASE WHEN n.nth_of_event = 1 THEN convert_from(e.body, 'UTF8') END,
-         ep.url, ep.origin, ep.secret_encrypted, ep.enabled
+         ep.url, ep.origin, ep.secret_encrypted, ep.enabled, ep.headers::text
     FROM numbered n
     JOIN events e ON e.account_id = n.account_id AND e.id = n.event_id
     JOIN endpoints ep ON ep.id = n.endpoint_id;
