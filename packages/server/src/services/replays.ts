@@ -78,8 +78,10 @@ export async function createReplay(deps: ServiceDeps, accountId: string, creator
     }
   }
   const now = deps.clock();
-  // Closed now: a replay is of what happened up to the moment it was asked for.
-  if (!filter.until || filter.until.getTime() > now.getTime()) filter.until = now;
+  // Closed now: a replay is of what happened up to the moment it was asked
+  // for, this millisecond included (until is exclusive).
+  const end = new Date(now.getTime() + 1);
+  if (!filter.until || filter.until.getTime() > end.getTime()) filter.until = end;
   const count = await countEvents(deps.db, { accountId, filter, cap: limits.replayEvents });
   if (count > limits.replayEvents) {
     throw new HeraldError(
