@@ -66,7 +66,7 @@ export function ReplayDialog({ open, selection, endpoints, onClose, onCreated }:
 
   const ready = preview && preview.target === target;
   const n = ready ? preview.result.count : 0;
-  const where = target ? (endpoints.find((e) => e.id === target)?.url ?? 'the endpoint') : 'every endpoint subscribed to each event\u2019s type';
+  const where = target ? (endpoints.find((e) => e.id === target)?.url ?? 'the endpoint') : 'every subscribed endpoint';
 
   return (
     <Dialog
