@@ -345,8 +345,8 @@ for (const engine of ENGINES) {
       assert.equal(bad.code, 1);
       assert.match(bad.stderr, /filter\.states: "lost" is not a delivery state/);
       const both = await cli(['replays', 'create', '--id', retriedEventId, '--type', 'alarm.created']);
-      assert.equal(both.code, 1);
-      assert.match(both.stderr, /--id, or search options/);
+      assert.equal(both.code, 2, 'a usage error');
+      assert.match(both.stderr, /^herald: give --id, or search options \(--type, --since, …\), not both$/m);
     });
 
     test('--idempotency-key: the same command twice acts once', async () => {
