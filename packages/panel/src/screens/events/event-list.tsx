@@ -302,7 +302,7 @@ function SearchForm({
             ))}
           </select>
         </Field>
-        <Field id="search-since" label="Created from (your local time)" optional>
+        <Field id="search-since" label="Created from" optional>
           <input id="search-since" class="input" type="datetime-local" value={since} onInput={(e) => setSince(e.currentTarget.value)} data-testid="search-since" />
         </Field>
         <Field id="search-until" label="Created before" error={rangeError} optional>
