@@ -139,6 +139,19 @@ describe('finding events, resending and replaying them in the panel', () => {
     assert.equal(await failing.getByTestId('delivery-attempt').count(), 2, 'both rounds in the attempt log');
     const attemptIds = await failing.getByTestId('attempt-short-id').allInnerTexts();
     assert.equal(new Set(attemptIds).size, 2);
+
+    // An endpoint that subscribed after the event was published can be sent it from here.
+    const late = (await h.api('POST', '/v1/endpoints', { url: `${good.url}/late`, event_types: ['alarm.created'] })).json;
+    await page.reload();
+    const missing = page.getByTestId('not-delivered');
+    await missing.getByText(`${good.url}/late`).waitFor();
+    const fromGood = good.requests.length;
+    await missing.getByTestId('send-other').click();
+    await page.getByTestId('resend-done').getByText(`queued to ${good.url}/late again`, { exact: false }).waitFor();
+    await page.locator(`[data-testid="delivery-group"][data-endpoint-id="${late.id}"]`).getByTestId('delivery-state').getByText('Pending').waitFor();
+    await h.drain({ advanceMs: 10 });
+    assert.deepEqual(good.requests.slice(fromGood).map((r) => [r.path, r.headers['x-service-event-id']]), [[new URL(`${good.url}/late`).pathname, created[0]!.id]]);
+    assert.equal((await h.api('DELETE', `/v1/endpoints/${late.id}`)).status, 204);
   });
 
   test('select all matching, replay to one endpoint with the count to confirm, and watch its progress', async () => {
