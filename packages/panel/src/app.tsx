@@ -13,6 +13,9 @@ import { EndpointDetail } from './screens/endpoint-detail.tsx';
 import { EndpointEdit } from './screens/endpoint-edit.tsx';
 import { EndpointList } from './screens/endpoint-list.tsx';
 import { EndpointNew } from './screens/endpoint-new.tsx';
+import { EventDetailScreen } from './screens/events/event-detail.tsx';
+import { EventList } from './screens/events/event-list.tsx';
+import { ReplayList } from './screens/events/replay-list.tsx';
 import { NotFound } from './screens/not-found.tsx';
 import { SignIn } from './screens/sign-in.tsx';
 import { Setup } from './screens/setup.tsx';
@@ -141,6 +144,12 @@ function Screen({ route, search }: { route: Route; search: URLSearchParams }) {
       return <EndpointDetail key={route.id} id={route.id} notice={search.has('saved') ? 'Changes saved.' : undefined} />;
     case 'edit-endpoint':
       return <EndpointEdit key={route.id} id={route.id} />;
+    case 'events':
+      return <EventList search={search} />;
+    case 'event':
+      return <EventDetailScreen key={route.id} id={route.id} />;
+    case 'replays':
+      return <ReplayList created={search.get('created') ?? undefined} />;
     case 'not-found':
       return <NotFound />;
   }

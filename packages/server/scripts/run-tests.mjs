@@ -27,6 +27,7 @@ const SERIAL = [
   'test/npm-start.test.ts',
   'test/panel-browser.test.ts',
   'test/panel-endpoint-fields-browser.test.ts',
+  'test/panel-events-browser.test.ts',
   'test/production-install.test.ts',
   'test/shutdown-readiness.test.ts',
   'test/startup-errors.test.ts',

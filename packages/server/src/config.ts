@@ -169,6 +169,8 @@ export interface AccountLimits {
   batchDeliveries: number;
   /** Bytes one publish may make Herald send: each event's body times the endpoints subscribed to its type, summed. */
   fanOutBytes: number;
+  /** Events one replay may send again (each to one endpoint, or to every endpoint subscribed to its type). */
+  replayEvents: number;
 }
 
 /**
@@ -181,6 +183,7 @@ export const DEFAULT_LIMITS: Readonly<AccountLimits> = Object.freeze({
   endpointsPerAccount: 500,
   batchDeliveries: 10_000,
   fanOutBytes: 64 * 1024 * 1024,
+  replayEvents: 100_000,
 });
 
 /** Where the API listens unless told otherwise; the CLI's API commands look there by default. */
@@ -343,6 +346,7 @@ export function loadConfig({ env = {}, flags = {} }: { env?: Env; flags?: Flags 
       endpointsPerAccount: integer('HERALD_MAX_ENDPOINTS_PER_ACCOUNT', env.HERALD_MAX_ENDPOINTS_PER_ACCOUNT, DEFAULT_LIMITS.endpointsPerAccount, 1, 1_000_000),
       batchDeliveries: integer('HERALD_MAX_BATCH_DELIVERIES', env.HERALD_MAX_BATCH_DELIVERIES, DEFAULT_LIMITS.batchDeliveries, 1, 100_000_000),
       fanOutBytes: integer('HERALD_MAX_FANOUT_BYTES', env.HERALD_MAX_FANOUT_BYTES, DEFAULT_LIMITS.fanOutBytes, 1024, 1024 ** 4),
+      replayEvents: integer('HERALD_MAX_REPLAY_EVENTS', env.HERALD_MAX_REPLAY_EVENTS, DEFAULT_LIMITS.replayEvents, 1, 100_000_000),
     },
     panel: {
       cookieSecure: oneOf('HERALD_COOKIE_SECURE', env.HERALD_COOKIE_SECURE, ['auto', 'always', 'never'] as const, DEFAULT_PANEL_AUTH.cookieSecure),

@@ -24,6 +24,8 @@ export const ERRORS = {
   not_subscribed: { status: 409, title: 'The endpoint does not subscribe to this event type' },
   idempotency_key_reused: { status: 422, title: 'The Idempotency-Key was used for another request' },
   limit_exceeded: { status: 422, title: 'The request would pass one of the operator\'s limits' },
+  nothing_to_replay: { status: 422, title: 'No event matches the replay\'s selection' },
+  replay_limit: { status: 409, title: 'Too many replays are running in this account' },
   idempotency_key_in_use: { status: 409, title: 'A request with this Idempotency-Key is still running' },
   email_in_use: { status: 409, title: 'A user with this email already exists' },
   setup_done: { status: 409, title: 'Herald is already set up' },

@@ -21,6 +21,7 @@ import { createMetrics } from './metrics/metrics.ts';
 import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
 import { setupNeeded } from './services/users.ts';
 import { createMaintainer } from './maintenance/maintainer.ts';
+import { runReplays } from './services/replays.ts';
 import { openStorage } from './storage/open.ts';
 import { reapAllLeases } from './storage/queries/claim-deliveries.ts';
 
@@ -175,6 +176,7 @@ export async function startHerald({ config, clock = systemClock, logStream }: St
         // The dispatcher stops claiming for good; what it has in flight still finishes.
         dispatcher?.pause(err.message);
       },
+      replays: (maxBatches) => runReplays(deps, { maxBatches }),
     });
     maintainer.start();
     // Stopped first, together and each within its own bound: in-flight

@@ -62,6 +62,21 @@ for (const engine of ENGINES) {
       assert.equal((await h.api('GET', `/v1/events/${eventId}`)).status, 200);
     });
 
+    test("another account cannot find, count or replay the events, nor see a replay", async () => {
+      assert.deepEqual((await h.api('GET', `/v1/events?id=${eventId}`, undefined, other.apiKey)).json, { data: [], next_cursor: null });
+      assert.deepEqual((await h.api('GET', `/v1/events?endpoint_id=${endpoint.id}`, undefined, other.apiKey)).json.data, []);
+      assert.deepEqual((await h.api('GET', '/v1/events/count', undefined, other.apiKey)).json, { count: 0, capped: false });
+      const replay = await h.api('POST', '/v1/replays', { event_ids: [eventId], endpoint_id: endpoint.id, dry_run: true }, other.apiKey);
+      assert.equal(replay.status, 404, 'the endpoint is not theirs');
+      const all = await h.api('POST', '/v1/replays', { event_ids: [eventId] }, other.apiKey);
+      assert.equal(all.json.code, 'nothing_to_replay', 'the event is not theirs');
+      const mine = await h.api('POST', '/v1/replays', { event_ids: [eventId] });
+      assert.equal(mine.status, 202);
+      assert.equal((await h.api('GET', `/v1/replays/${mine.json.id}`, undefined, other.apiKey)).status, 404);
+      assert.deepEqual((await h.api('GET', '/v1/replays', undefined, other.apiKey)).json.data, []);
+      assert.equal((await h.api('POST', `/v1/replays/${mine.json.id}/cancel`)).status, 200);
+    });
+
     test('the same event id in two accounts is two separate events', async () => {
       const res = await h.api('POST', '/v1/events', { id: eventId, type: 'shipment.created', data: { id: 9 } }, other.apiKey);
       assert.equal(res.status, 202, 'not a conflict: the id belongs to another account');

@@ -8,17 +8,17 @@ import { ENGINES } from './helpers/engines.ts';
 import { createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { assertProblem } from './helpers/problem.ts';
 
-const LIMITS: AccountLimits = { endpointsPerAccount: 3, batchDeliveries: 10, fanOutBytes: 64 * 1024 };
+const LIMITS: AccountLimits = { endpointsPerAccount: 3, batchDeliveries: 10, fanOutBytes: 64 * 1024, replayEvents: 100 };
 
 describe('the limits are settings', () => {
   test('defaults, and each one read from its variable', () => {
     assert.deepEqual(loadConfig({ env: {} }).limits, DEFAULT_LIMITS);
-    const limits = loadConfig({ env: { HERALD_MAX_ENDPOINTS_PER_ACCOUNT: '5000', HERALD_MAX_BATCH_DELIVERIES: '250000', HERALD_MAX_FANOUT_BYTES: '1073741824' } }).limits;
-    assert.deepEqual(limits, { endpointsPerAccount: 5000, batchDeliveries: 250_000, fanOutBytes: 1024 ** 3 });
+    const limits = loadConfig({ env: { HERALD_MAX_ENDPOINTS_PER_ACCOUNT: '5000', HERALD_MAX_BATCH_DELIVERIES: '250000', HERALD_MAX_FANOUT_BYTES: '1073741824', HERALD_MAX_REPLAY_EVENTS: '500000' } }).limits;
+    assert.deepEqual(limits, { endpointsPerAccount: 5000, batchDeliveries: 250_000, fanOutBytes: 1024 ** 3, replayEvents: 500_000 });
   });
 
   test('a bad value stops Herald with the name of the setting', () => {
-    for (const [setting, value] of [['HERALD_MAX_ENDPOINTS_PER_ACCOUNT', '0'], ['HERALD_MAX_BATCH_DELIVERIES', 'many'], ['HERALD_MAX_FANOUT_BYTES', '-1']] as const) {
+    for (const [setting, value] of [['HERALD_MAX_ENDPOINTS_PER_ACCOUNT', '0'], ['HERALD_MAX_BATCH_DELIVERIES', 'many'], ['HERALD_MAX_FANOUT_BYTES', '-1'], ['HERALD_MAX_REPLAY_EVENTS', '0']] as const) {
       assert.throws(() => loadConfig({ env: { [setting]: value } }), (err: unknown) => err instanceof ConfigError && err.setting === setting);
     }
   });

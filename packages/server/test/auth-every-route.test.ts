@@ -43,7 +43,8 @@ for (const engine of ENGINES) {
       const attempt = (await h.api('POST', `/v1/endpoints/${endpoint.id}/test`)).json;
       const event = (await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() })).json;
       const key = (await h.api('POST', '/v1/api-keys', { name: 'spare' })).json;
-      ids = { endpoint: endpoint.id, attempt: attempt.id, event: event.id, key: key.id };
+      const replay = (await h.api('POST', '/v1/replays', { event_ids: [event.id] })).json;
+      ids = { endpoint: endpoint.id, attempt: attempt.id, event: event.id, key: key.id, replay: replay.id };
     });
     after(async () => {
       await h.close();
@@ -55,6 +56,7 @@ for (const engine of ENGINES) {
         .replace('{attempt_id}', ids.attempt!)
         .replace('/v1/events/{id}', `/v1/events/${ids.event}`)
         .replace('/v1/api-keys/{id}', `/v1/api-keys/${ids.key}`)
+        .replace('/v1/replays/{id}', `/v1/replays/${ids.replay}`)
         .replace('{name}', 'alarm.created');
 
     test('without a key, with a malformed, unknown or revoked key: 401 on every operation, and nothing changes', async () => {

@@ -6,6 +6,7 @@ import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { opensslSignature } from './helpers/independent-hmac.ts';
 import { startReceiver, type Receiver } from './helpers/receiver.ts';
+import { runReplays } from '../src/services/replays.ts';
 
 /** A full signing secret (the masked hint, whsec_abcd…, is shorter). */
 const SECRET = /whsec_[A-Za-z0-9_-]{20,}/g;
@@ -367,6 +368,35 @@ for (const engine of ENGINES) {
       assert.equal((await h.drain()).succeeded, 1);
       assert.equal(receiver.requests.length, before + 1);
       assert.equal(receiver.requests[before]!.headers['x-service-event-id'], retriedEventId);
+    });
+
+    test('events count, and replays: a dry run by default, then with --yes the replay and its record', async () => {
+      const expected = (await h.api('GET', '/v1/events/count?type=alarm.created')).json.count;
+      assert.match(ok(await cli(['events', 'count', '--type', 'alarm.created'])).stdout, new RegExp(`^${expected} events? match$`, 'm'));
+      assert.deepEqual(await json(['events', 'list', '--id', retriedEventId]).then((p) => p.data.map((e: { id: string }) => e.id)), [retriedEventId]);
+
+      const dry = ok(await cli(['replays', 'create', '--id', retriedEventId, '--to', endpointId]));
+      assert.match(dry.stdout, new RegExp(`^would send 1 event again to endpoint ${endpointId} .*dry run`, 'm'));
+      assert.match(dry.stdout, /--yes/);
+      assert.equal((await h.api('GET', '/v1/replays')).json.data.length, 0, 'nothing created without --yes');
+
+      const created = await json(['replays', 'create', '--id', retriedEventId, '--to', endpointId, '--yes']);
+      assert.equal(created.state, 'running');
+      await runReplays(h.deps, { maxBatches: 5 });
+      const shown = ok(await cli(['replays', 'get', created.id]));
+      assert.match(shown.stdout, /^state +completed$/m);
+      assert.match(shown.stdout, /^progress +1 of 1 events$/m);
+      const before = receiver.requests.length;
+      await h.drain();
+      assert.equal(receiver.requests.slice(before).filter((r) => r.headers['x-service-event-id'] === retriedEventId).length, 1, 'the event once more');
+      assert.match(ok(await cli(['replays', 'list'])).stdout, new RegExp(`^${created.id} +\\S+ +completed +1/1 +API key`, 'm'));
+
+      const bad = await cli(['replays', 'create', '--state', 'lost']);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /filter\.states: "lost" is not a delivery state/);
+      const both = await cli(['replays', 'create', '--id', retriedEventId, '--type', 'alarm.created']);
+      assert.equal(both.code, 2, 'a usage error');
+      assert.match(both.stderr, /^herald: give --id, or search options \(--type, --since, …\), not both$/m);
     });
 
     test('--idempotency-key: the same command twice acts once', async () => {

@@ -53,10 +53,12 @@ export interface RequestOptions {
   signal?: AbortSignal;
   /** A 401 is an answer here (GET /v1/session), not an expired session. */
   expect401?: boolean;
+  /** More headers, e.g. Idempotency-Key. */
+  headers?: Record<string, string>;
 }
 
 export async function request<T>(method: string, path: string, options: RequestOptions = {}): Promise<T> {
-  const headers: Record<string, string> = { accept: 'application/json, application/problem+json' };
+  const headers: Record<string, string> = { accept: 'application/json, application/problem+json', ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
 

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { paths } from '../lib/router.ts';
+import { paths, useLocation } from '../lib/router.ts';
 import { useSession } from '../lib/session.ts';
 import { Link } from './link.tsx';
 
@@ -8,6 +8,7 @@ import { Link } from './link.tsx';
 export function Shell({ children }: { children: ComponentChildren }) {
   const { session, signOut } = useSession();
   const [leaving, setLeaving] = useState(false);
+  const here = useLocation();
   return (
     <div class="shell">
       <a class="skip-link" href="#main">
@@ -43,8 +44,13 @@ export function Shell({ children }: { children: ComponentChildren }) {
           <p class="sidenav-heading">Settings</p>
           <ul>
             <li>
-              <Link href={paths.webhooks} class="sidenav-link" aria-current="page">
+              <Link href={paths.webhooks} class="sidenav-link" aria-current={here.startsWith('/events') ? undefined : 'page'}>
                 Webhooks
+              </Link>
+            </li>
+            <li>
+              <Link href={paths.events} class="sidenav-link" aria-current={here.startsWith('/events') ? 'page' : undefined}>
+                Events
               </Link>
             </li>
           </ul>

@@ -11,6 +11,9 @@ export const paths = {
   newEndpoint: '/settings/webhooks/new',
   endpoint: (id: string) => `/settings/webhooks/${encodeURIComponent(id)}`,
   editEndpoint: (id: string) => `/settings/webhooks/${encodeURIComponent(id)}/edit`,
+  events: '/events',
+  event: (id: string) => `/events/${encodeURIComponent(id)}`,
+  replays: '/events/replays',
   signIn: '/sign-in',
   setup: '/setup',
 } as const;
@@ -20,6 +23,9 @@ export type Route =
   | { name: 'new-endpoint' }
   | { name: 'endpoint'; id: string }
   | { name: 'edit-endpoint'; id: string }
+  | { name: 'events' }
+  | { name: 'event'; id: string }
+  | { name: 'replays' }
   | { name: 'sign-in' }
   | { name: 'setup' }
   | { name: 'not-found' };
@@ -30,6 +36,10 @@ export function parseRoute(pathname: string): Route {
   if (path === paths.newEndpoint) return { name: 'new-endpoint' };
   if (path === paths.signIn) return { name: 'sign-in' };
   if (path === paths.setup) return { name: 'setup' };
+  if (path === paths.events) return { name: 'events' };
+  if (path === paths.replays) return { name: 'replays' };
+  const event = /^\/events\/([^/]+)$/.exec(path);
+  if (event) return { name: 'event', id: decodeURIComponent(event[1]!) };
   const m = /^\/settings\/webhooks\/([^/]+)(\/edit)?$/.exec(path);
   if (m) {
     const id = decodeURIComponent(m[1]!);

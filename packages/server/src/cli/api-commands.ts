@@ -2,7 +2,7 @@ import { Command, InvalidArgumentError } from 'commander';
 import { randomUUID } from 'node:crypto';
 import type { ApiClient, ApiResponse } from './api-client.ts';
 import * as show from './api-output.ts';
-import type { Attempt, Delivery, Endpoint, EventDetail, HeraldEvent, RecoverResult } from './api-output.ts';
+import type { Attempt, Delivery, Endpoint, EventCount, EventDetail, HeraldEvent, RecoverResult, Replay, ReplayPreview } from './api-output.ts';
 
 /**
  * `herald endpoints|attempts|events`: a mirror of the management API for
@@ -292,17 +292,28 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
 
   const events = withGlobalHelp(program.command('events')).description('events of the account of the API key, and their deliveries (through the API)');
 
-  events
-    .command('list')
-    .description('list events, newest first')
-    .option('--type <types>', 'only these comma-separated event types')
-    .option('--since <date-time>', 'only events created at or after this time, e.g. 2026-11-22T00:00:00Z')
-    .option('--until <date-time>', 'only events created before this time')
+  /** The search's options, shared by `events list`, `events count` and `replays create`. */
+  const searchOptions = (command: Command) =>
+    command
+      .option('--id <ids>', 'only these comma-separated event ids')
+      .option('--type <types>', 'only these comma-separated event types')
+      .option('--since <date-time>', 'only events created at or after this time, e.g. 2026-11-22T00:00:00Z')
+      .option('--until <date-time>', 'only events created before this time')
+      .option('--endpoint <id>', 'only events with a delivery to this endpoint')
+      .option('--state <states>', 'only events whose newest delivery (to --endpoint, or to any endpoint) is in one of these states: pending, succeeded, failed, skipped');
+  type Search = { id?: string; type?: string; since?: string; until?: string; endpoint?: string; state?: string };
+  const searchQuery = (o: Search) => ({ id: o.id, type: o.type, since: o.since, until: o.until, endpoint_id: o.endpoint, state: o.state });
+
+  searchOptions(events.command('list').description('list (search) events, newest first'))
     .option('--limit <n>', `how many to show (default ${DEFAULT_LIMIT})`, positiveInteger)
-    .action(async (o: { type?: string; since?: string; until?: string; limit?: number }) => {
-      const page = await ctx.api().list<HeraldEvent>('/v1/events', { type: o.type, since: o.since, until: o.until }, o.limit ?? DEFAULT_LIMIT);
+    .action(async (o: Search & { limit?: number }) => {
+      const page = await ctx.api().list<HeraldEvent>('/v1/events', searchQuery(o), o.limit ?? DEFAULT_LIMIT);
       print({ body: page }, (p) => show.eventRows(p.data));
     });
+
+  searchOptions(events.command('count').description('count the events a search selects (exact up to 10,000)')).action(async (o: Search) =>
+    print(await ctx.api().call<EventCount>('GET', '/v1/events/count', { query: searchQuery(o) }), show.eventCount),
+  );
 
   events
     .command('get')
@@ -320,4 +331,49 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
     const res = await ctx.api().call<Delivery>('POST', `/v1/events/${id(eventId)}/redeliver`, { body: { endpoint_id: o.endpoint }, idempotencyKey: keyOf(o) });
     print(res, (d) => `event ${d.event_id} queued again: ${show.deliveryLine(d)}`);
   });
+
+  const replays = withGlobalHelp(program.command('replays')).description('send past events again, in the background, and the record of replays (through the API)');
+
+  mutating(
+    searchOptions(
+      replays
+        .command('create')
+        .description('replay the events a search selects (or --id); without --yes it only counts them')
+        .option('--to <endpoint-id>', 'send to this endpoint only (default: every endpoint subscribed to each event type)')
+        .option('--yes', 'create the replay; without it, a dry run that prints the count'),
+    ),
+  ).action(async (o: Search & { to?: string; yes?: boolean; idempotencyKey?: string }, command: Command) => {
+    const filter = {
+      ...(o.type !== undefined ? { types: eventTypeList(o.type) } : {}),
+      ...(o.since !== undefined ? { since: o.since } : {}),
+      ...(o.until !== undefined ? { until: o.until } : {}),
+      ...(o.endpoint !== undefined ? { endpoint_id: o.endpoint } : {}),
+      ...(o.state !== undefined ? { states: eventTypeList(o.state) } : {}),
+    };
+    if (o.id !== undefined && Object.keys(filter).length > 0) command.error('error: give --id, or search options (--type, --since, …), not both');
+    const body = {
+      ...(o.id !== undefined ? { event_ids: eventTypeList(o.id) } : { filter }),
+      ...(o.to !== undefined ? { endpoint_id: o.to } : {}),
+      dry_run: o.yes !== true,
+    };
+    const res = await ctx.api().call<Replay | ReplayPreview>('POST', '/v1/replays', { body, idempotencyKey: keyOf(o) });
+    print(res, (r) => ('dry_run' in r ? `${show.replayPreview(r)}\nTo send them, run the same command with --yes.` : show.replayDetail(r)));
+  });
+
+  replays
+    .command('list')
+    .description('replays, newest first: who replayed what, and when')
+    .option('--limit <n>', `how many to show (default ${DEFAULT_LIMIT})`, positiveInteger)
+    .action(async (o: { limit?: number }) => print({ body: await ctx.api().list<Replay>('/v1/replays', {}, o.limit ?? DEFAULT_LIMIT) }, (p) => show.replayRows(p.data)));
+
+  replays
+    .command('get')
+    .description('show a replay and its progress')
+    .argument('<id>', 'replay id')
+    .action(async (replayId: string) => print(await ctx.api().call<Replay>('GET', `/v1/replays/${id(replayId)}`), show.replayDetail));
+
+  mutating(replays.command('cancel').description('stop a running replay; deliveries already created are still sent').argument('<id>', 'replay id')).action(
+    async (replayId: string, o: { idempotencyKey?: string }) =>
+      print(await ctx.api().call<Replay>('POST', `/v1/replays/${id(replayId)}/cancel`, { idempotencyKey: keyOf(o) }), show.replayDetail),
+  );
 }

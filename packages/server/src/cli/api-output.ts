@@ -70,6 +70,33 @@ export interface RecoverResult {
   count: number;
 }
 
+export interface EventCount {
+  count: number;
+  capped: boolean;
+}
+
+export interface Replay {
+  id: string;
+  state: 'running' | 'completed' | 'canceled';
+  filter: Record<string, unknown>;
+  endpoint_id: string | null;
+  total: number;
+  done: number;
+  deliveries: number;
+  skipped: { disabled: number; unsubscribed: number };
+  created_by: { type: 'api_key' | 'user'; id: string | null; name: string | null };
+  created_at: string;
+  updated_at: string;
+  finished_at: string | null;
+}
+
+export interface ReplayPreview {
+  dry_run: true;
+  count: number;
+  endpoint_id: string | null;
+  endpoints: number;
+}
+
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
 export function table(header: string[], rows: string[][]): string {
   if (rows.length === 0) return '(none)';
@@ -211,4 +238,37 @@ export function problemLines(p: ApiProblem): string[] {
   if (!spelledOut) for (const e of errors) lines.push(`  ${e.field}: ${e.message}`);
   if (p.status === 401) lines.push('The API key in --api-key / HERALD_API_KEY was refused: it is unknown, mistyped or revoked.');
   return lines;
+}
+
+export function eventCount(c: EventCount): string {
+  return c.capped ? `more than ${c.count.toLocaleString('en')} events match` : `${plural(c.count, 'event')} match`;
+}
+
+const replayTarget = (endpointId: string | null) => (endpointId ? `endpoint ${endpointId}` : 'every endpoint subscribed to each event\u2019s type');
+
+export function replayPreview(p: ReplayPreview): string {
+  return `would send ${plural(p.count, 'event')} again to ${replayTarget(p.endpoint_id)} (${plural(p.endpoints, 'enabled endpoint')} now; dry run: nothing was sent)`;
+}
+
+const creator = (r: Replay) => `${r.created_by.type === 'api_key' ? 'API key' : 'user'} ${r.created_by.name ?? r.created_by.id ?? '(deleted)'}`;
+
+export function replayDetail(r: Replay): string {
+  return fields([
+    ['id', r.id],
+    ['state', r.state],
+    ['progress', `${r.done} of ${r.total} events`],
+    ['deliveries', `${r.deliveries} created`],
+    ['skipped', `${r.skipped.disabled} to disabled endpoints, ${r.skipped.unsubscribed} of types the endpoint does not subscribe to`],
+    ['to', replayTarget(r.endpoint_id)],
+    ['selection', JSON.stringify(r.filter)],
+    ['created', `${r.created_at} by ${creator(r)}`],
+    ...(r.finished_at ? ([['finished', r.finished_at]] as Array<[string, string]>) : []),
+  ]);
+}
+
+export function replayRows(replays: Replay[]): string {
+  return table(
+    ['ID', 'CREATED', 'STATE', 'DONE', 'BY'],
+    replays.map((r) => [r.id, r.created_at, r.state, `${r.done}/${r.total}`, creator(r)]),
+  );
 }

@@ -25,6 +25,7 @@ import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
+import { replayRoutes } from './routes/replays.ts';
 import { sessionRoutes } from './routes/session.ts';
 import { ok, SHARED_SCHEMAS } from './schemas.ts';
 
@@ -200,6 +201,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     endpointRoutes(v1, options);
     attemptRoutes(v1, options);
     eventRoutes(v1, options);
+    replayRoutes(v1, options);
     eventTypeRoutes(v1, options);
     apiKeyRoutes(v1, options);
   });

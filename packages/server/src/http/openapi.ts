@@ -47,6 +47,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Endpoints', description: 'Addresses that receive events, their signing secrets and state.' },
         { name: 'Attempt log', description: 'The last 100 HTTP requests made to each endpoint.' },
         { name: 'Events', description: 'Publishing events, and what became of them.' },
+        { name: 'Replays', description: 'Sending a selection of past events again, in the background, and the record of who did so.' },
         { name: 'Event types', description: 'The catalog of types an endpoint can subscribe to.' },
         { name: 'API keys', description: 'The account\u2019s credentials for this API.' },
         { name: 'Panel sign-in', description: 'Sessions of the control panel, and first-run setup.' },

@@ -268,6 +268,78 @@ const recoverResult = {
   },
 } as const;
 
+const eventCount = {
+  $id: 'EventCount',
+  type: 'object',
+  required: ['count', 'capped'],
+  properties: {
+    count: { type: 'integer', minimum: 0, description: 'Events that match, counted up to 10,000.' },
+    capped: { type: 'boolean', description: 'True when more than `count` match: show it as "more than 10,000".' },
+  },
+} as const;
+
+const replayFilter = {
+  type: 'object',
+  description: 'What the replay selects, as stored: a search\u2019s filter, or event ids. `until` is never later than the replay\u2019s creation.',
+  properties: {
+    ids: { type: 'array', items: uuid },
+    types: { type: 'array', items: { type: 'string' } },
+    since: time,
+    until: time,
+    endpoint_id: uuid,
+    states: { type: 'array', items: { type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] } },
+  },
+} as const;
+
+const replay = {
+  $id: 'Replay',
+  type: 'object',
+  description: 'Past events sent again as new deliveries, in the background, and the record of who asked for it and when.',
+  required: ['id', 'state', 'filter', 'endpoint_id', 'total', 'done', 'deliveries', 'skipped', 'created_by', 'created_at', 'updated_at', 'finished_at'],
+  properties: {
+    id: uuid,
+    state: { type: 'string', enum: ['running', 'completed', 'canceled'] },
+    filter: replayFilter,
+    endpoint_id: { ...nullable(uuid), description: 'The one endpoint it sends to; null: every endpoint subscribed to each event\u2019s type.' },
+    total: { type: 'integer', description: 'Events selected when it was created.' },
+    done: { type: 'integer', description: 'Events it has gone through so far. It can end below total when events are deleted by retention, or no longer match the state filter, before their turn.' },
+    deliveries: { type: 'integer', description: 'New deliveries created (one per event and endpoint).' },
+    skipped: {
+      type: 'object',
+      required: ['disabled', 'unsubscribed'],
+      properties: {
+        disabled: { type: 'integer', description: 'Event–endpoint pairs not sent because the endpoint was disabled when their batch ran.' },
+        unsubscribed: { type: 'integer', description: 'For a replay to one endpoint: events of a type the endpoint does not subscribe to.' },
+      },
+    },
+    created_by: {
+      type: 'object',
+      required: ['type', 'id', 'name'],
+      properties: {
+        type: { type: 'string', enum: ['api_key', 'user'], description: 'An API key, or a person signed in to the panel.' },
+        id: nullable(uuid),
+        name: { ...nullable({ type: 'string' }), description: 'The key\u2019s or the person\u2019s name; null once deleted.' },
+      },
+    },
+    created_at: time,
+    updated_at: time,
+    finished_at: nullable(time),
+  },
+} as const;
+
+const replayPreview = {
+  $id: 'ReplayPreview',
+  type: 'object',
+  description: 'What a replay would send (dry_run): nothing was created.',
+  required: ['dry_run', 'count', 'endpoint_id', 'endpoints'],
+  properties: {
+    dry_run: { type: 'boolean', enum: [true] },
+    count: { type: 'integer', description: 'Events selected.' },
+    endpoint_id: nullable(uuid),
+    endpoints: { type: 'integer', description: 'Enabled endpoints it would send to now (each event goes to those of them subscribed to its type).' },
+  },
+} as const;
+
 const user = {
   $id: 'User',
   type: 'object',
@@ -304,6 +376,9 @@ export const SHARED_SCHEMAS = [
   apiKey,
   apiKeyWithKey,
   recoverResult,
+  eventCount,
+  replay,
+  replayPreview,
   user,
   session,
 ] as const;

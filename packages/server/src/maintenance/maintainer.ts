@@ -124,6 +124,8 @@ export interface MaintenanceReport {
   sweptSessions?: number;
   /** Tables vacuumed or analysed. */
   maintained?: string[];
+  /** Batches of replays run. */
+  replayBatches?: number;
 }
 
 export interface Maintainer {
@@ -141,6 +143,13 @@ export interface MaintainerDeps {
   log: Logger;
   /** Called once, when the schema check finds a newer Herald's migration: the dispatcher stops claiming. */
   onSchemaTooNew: (err: SchemaTooNewError) => void;
+  /**
+   * Runs up to this many batches of the running replays (services/replays.ts);
+   * returns how many it ran. The leader drives replays, so that one process
+   * at a time does; their progress is in the database, so a new leader
+   * takes them up where the last one stopped.
+   */
+  replays?: (maxBatches: number) => Promise<number>;
   tuning?: Partial<MaintainerTuning>;
 }
 
@@ -158,7 +167,7 @@ async function within(ms: number, promise: Promise<unknown>): Promise<void> {
   clearTimeout(bound);
 }
 
-export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tuning: given }: MaintainerDeps): Maintainer {
+export function createMaintainer({ db, clock, config, log, onSchemaTooNew, replays, tuning: given }: MaintainerDeps): Maintainer {
   const tuning: MaintainerTuning = { ...DEFAULT_TUNING, ...given };
   const { batchSize, batchesPerRun } = tuning;
   const monotonic = () => performance.now();
@@ -384,6 +393,9 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, tunin
       run: async () => (report.retention = await retention()),
       next: 0,
     },
+    ...(replays
+      ? [{ name: 'replays', every: () => tuning.tickMs, run: async () => (report.replayBatches = await replays(batchesPerRun)), next: 0 }]
+      : []),
     {
       name: 'sweeping',
       every: () => tuning.sweepMs,

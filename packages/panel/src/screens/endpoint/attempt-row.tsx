@@ -5,6 +5,7 @@ import { ErrorAlert } from '../../components/alert.tsx';
 import { Badge, OutcomeBadge } from '../../components/badge.tsx';
 import { Loading } from '../../components/loading.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
+import { shortId } from '../../lib/short-id.ts';
 import { formatDuration } from '../../lib/time.ts';
 import { useResource } from '../../lib/use-resource.ts';
 import { AttemptDetailView } from './attempt-detail-view.tsx';
@@ -30,7 +31,7 @@ export function AttemptRow({ endpointId, attempt: a }: { endpointId: string; att
             </>
           )}
           <span class="mono muted small block" title={a.event_id}>
-            {a.event_id.slice(0, 8)}…
+            {shortId(a.event_id)}
           </span>
         </td>
         <td data-label="Response">

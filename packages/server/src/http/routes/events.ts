@@ -1,11 +1,12 @@
 import type { FastifyInstance } from 'fastify';
-import { HeraldError, invalidField } from '../../errors.ts';
-import { parseTime } from '../../services/endpoint-state.ts';
+import { HeraldError } from '../../errors.ts';
+import { COUNT_CAP, parseEventFilter } from '../../services/event-search.ts';
 import { publishEvents, type EventInput } from '../../services/events.ts';
 import { redeliverEvent } from '../../services/redeliver.ts';
 import { attemptsOfEvent } from '../../storage/queries/attempts.ts';
 import { listDeliveriesOfEvent } from '../../storage/queries/deliveries.ts';
-import { getEvent, listEvents } from '../../storage/queries/events.ts';
+import { getEvent } from '../../storage/queries/events.ts';
+import { countEvents, searchEvents } from '../../storage/queries/event-search.ts';
 import { attemptJson, deliveryJson, eventJson } from '../representations.ts';
 import { pageQueryProperties, parseTimePage, timePageOf } from '../pagination.ts';
 import { ok, pageOfSchema, problems, ref } from '../schemas.ts';
@@ -21,6 +22,30 @@ const eventBody = {
     data: { description: 'The record, validated against the JSON Schema of the type.' },
   },
 } as const;
+
+interface SearchQuery {
+  id?: string;
+  type?: string;
+  since?: string;
+  until?: string;
+  endpoint_id?: string;
+  state?: string;
+}
+
+const searchQueryProperties = {
+  id: { type: 'string', description: 'Event ids, comma-separated (at most 1,000).' },
+  type: { type: 'string', description: 'Comma-separated event types.', examples: ['alarm.created,alarm.resolved'] },
+  since: { type: 'string', description: 'Events created at or after this date-time.', examples: ['2026-11-22T00:00:00Z'] },
+  until: { type: 'string', description: 'Events created before this date-time.' },
+  endpoint_id: { type: 'string', description: 'Events with a delivery to this endpoint (with `state`: whose newest delivery to it is in one of those states).' },
+  state: { type: 'string', description: 'Comma-separated delivery states: pending, succeeded, failed, skipped.', examples: ['failed,skipped'] },
+} as const;
+
+const QUERY_NAMES = { ids: 'query.id', types: 'query.type', since: 'query.since', until: 'query.until', endpoint_id: 'query.endpoint_id', states: 'query.state' } as const;
+
+function filterOfQuery(q: SearchQuery) {
+  return parseEventFilter({ ids: q.id, types: q.type, since: q.since, until: q.until, endpoint_id: q.endpoint_id, states: q.state }, QUERY_NAMES);
+}
 
 const eventIdParams = {
   type: 'object',
@@ -79,36 +104,42 @@ export function eventRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (req, reply) => reply.code(202).send({ data: await publishEvents(deps, req.accountId, req.body.events, { batch: true }) }),
   );
 
-  app.get<{ Querystring: { limit?: string; cursor?: string; type?: string; since?: string; until?: string } }>(
+  app.get<{ Querystring: SearchQuery & { limit?: string; cursor?: string } }>(
     '/v1/events',
     {
       schema: {
         tags,
         operationId: 'listEvents',
-        summary: 'List events',
-        description: 'Newest first. Filter by type (comma-separated) and by time: since (inclusive) and until (exclusive).',
-        querystring: {
-          type: 'object',
-          additionalProperties: false,
-          properties: {
-            ...pageQueryProperties,
-            type: { type: 'string', description: 'Comma-separated event types.', examples: ['alarm.created,alarm.resolved'] },
-            since: { type: 'string', description: 'Events created at or after this date-time.', examples: ['2026-11-22T00:00:00Z'] },
-            until: { type: 'string', description: 'Events created before this date-time.' },
-          },
-        },
+        summary: 'Search events',
+        description:
+          'Newest first. Filter by id, type (comma-separated), time (since, inclusive; until, exclusive), endpoint and delivery state. An event\u2019s state toward an endpoint is the state of its newest delivery there (a replay or resend adds one); `state` keeps the events whose state toward some endpoint, or toward `endpoint_id` when given, is one of those listed. `endpoint_id` alone keeps the events that have a delivery to it. GET /v1/events/count counts the same selection.',
+        querystring: { type: 'object', additionalProperties: false, properties: { ...pageQueryProperties, ...searchQueryProperties } },
         response: { 200: ok(pageOfSchema('Event'), 'A page of events, newest first.'), ...problems(400, 401, 429) },
       },
     },
     async (req) => {
       const page = parseTimePage(req.query);
-      const types = req.query.type === undefined ? undefined : req.query.type.split(',').map((t) => t.trim());
-      if (types?.some((t) => t === '')) throw invalidField('query.type', 'must be event type names separated by commas, e.g. alarm.created,alarm.resolved');
-      const since = req.query.since === undefined ? undefined : parseTime('query.since', req.query.since);
-      const until = req.query.until === undefined ? undefined : parseTime('query.until', req.query.until);
-      const rows = await listEvents(deps.db, { accountId: req.accountId, types, since, until, limit: page.limit + 1, before: page.before });
+      const rows = await searchEvents(deps.db, { accountId: req.accountId, filter: filterOfQuery(req.query), limit: page.limit + 1, before: page.before });
       const { items, next_cursor } = timePageOf(rows, page.limit, (r) => r.created_at);
       return { data: items.map(eventJson), next_cursor };
+    },
+  );
+
+  app.get<{ Querystring: SearchQuery }>(
+    '/v1/events/count',
+    {
+      schema: {
+        tags,
+        operationId: 'countEvents',
+        summary: 'Count the events a search selects',
+        description: `The same filters as GET /v1/events. Counting stops after ${COUNT_CAP.toLocaleString('en')}: beyond that, \`count\` is ${COUNT_CAP} and \`capped\` is true ("more than ${COUNT_CAP.toLocaleString('en')}"), so a count costs no more than that many events.`,
+        querystring: { type: 'object', additionalProperties: false, properties: searchQueryProperties },
+        response: { 200: ok('EventCount', 'How many events match.'), ...problems(400, 401, 429) },
+      },
+    },
+    async (req) => {
+      const n = await countEvents(deps.db, { accountId: req.accountId, filter: filterOfQuery(req.query), cap: COUNT_CAP });
+      return { count: Math.min(n, COUNT_CAP), capped: n > COUNT_CAP };
     },
   );
 

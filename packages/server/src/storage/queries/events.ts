@@ -108,21 +108,3 @@ function compareKeys(accountA: string, idA: string, accountB: string, idB: strin
 export async function getEvents(db: Queryable, accountId: string, ids: readonly string[]): Promise<EventRow[]> {
   return (await db.query<EventRow>(`SELECT ${COLUMNS} FROM events WHERE account_id = $1 AND id = ANY ($2::uuid[])`, [accountId, ids])).rows;
 }
-
-/** One page of an account's events, newest first, optionally of some types and within [since, until). */
-export async function listEvents(
-  db: Queryable,
-  p: { accountId: string; types?: readonly string[]; since?: Date; until?: Date; limit: number; before?: { at: Date; id: string } },
-): Promise<EventRow[]> {
-  const { rows } = await db.query<EventRow>(
-    `SELECT ${COLUMNS} FROM events
-      WHERE account_id = $1
-        AND ($2::text[] IS NULL OR type = ANY ($2::text[]))
-        AND ($3::timestamptz IS NULL OR created_at >= $3)
-        AND ($4::timestamptz IS NULL OR created_at < $4)
-        AND ($5::timestamptz IS NULL OR (created_at, id) < ($5::timestamptz, $6::uuid))
-      ORDER BY created_at DESC, id DESC LIMIT $7`,
-    [p.accountId, p.types ?? null, p.since ?? null, p.until ?? null, p.before?.at ?? null, p.before?.id ?? null, p.limit],
-  );
-  return rows;
-}
