@@ -33,6 +33,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, hk_…; create one with `herald keys create` or POST /v1/api-keys.' },
+          portalSession: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An embedded panel\u2019s session token, hps_\u2026, which the panel receives when its one-time link (POST /v1/portal-sessions) opens and keeps in memory.',
+          },
           panelSession: {
             type: 'apiKey',
             in: 'cookie',
@@ -50,6 +55,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Event types', description: 'The catalog of types an endpoint can subscribe to.' },
         { name: 'API keys', description: 'The account\u2019s credentials for this API.' },
         { name: 'Panel sign-in', description: 'Sessions of the control panel, and first-run setup.' },
+        { name: 'Portal sessions', description: 'The control panel embedded in your own pages, for one account, through a one-time link.' },
         { name: 'Operations', description: 'For operators and load balancers.' },
       ],
     },
