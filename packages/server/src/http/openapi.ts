@@ -69,6 +69,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       const schema = { ...routeSchema, response: { ...general, ...(routeSchema.response as Record<string, unknown>) } };
       // Public routes (sign-in, setup) have no account to scope a key to.
       const isPublic = (route as { config?: { public?: boolean } }).config?.public === true;
+      // An embedded panel's session can be refused any route outside its reach (`not_in_portal`).
+      if (url.startsWith('/v1/') && !isPublic && !MUTATING.has(String(route.method))) {
+        return { schema: { ...schema, response: { ...schema.response, ...problems(403) } } as typeof schema, url };
+      }
       if (!MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
       // A panel session's change can be refused for a missing CSRF token, on every such route.
       const response = { ...schema.response, ...problems(403) };
