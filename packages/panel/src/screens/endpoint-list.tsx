@@ -16,7 +16,7 @@ import { FailureStreak } from './endpoint/failure-streak.tsx';
 export function EndpointList({ notice }: { notice?: string }) {
   const endpoints = useResource((signal) => listEndpoints(signal), 'endpoints');
   const addButton = (
-    <Link href={paths.newEndpoint} class="btn btn-primary" data-testid="add-endpoint">
+    <Link href={paths.newEndpoint} class="btn btn-primary" data-testid="add-endpoint" data-changes>
       <span aria-hidden="true">+ </span>Add endpoint
     </Link>
   );
