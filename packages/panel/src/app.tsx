@@ -36,10 +36,12 @@ function nextPath(search: string): string {
 export function App() {
   const [boot, setBoot] = useState<Boot>({ state: 'loading' });
   // Read before anything rewrites the address bar.
-  const [setupToken, setSetupToken] = useState(takeSetupToken);
   const [portalToken] = useState(takePortalToken);
+  // Embedded in another site, the panel may not touch storage (browsers refuse it to third-party frames).
+  const [setupToken, setSetupToken] = useState(() => (portalToken ? undefined : takeSetupToken()));
   // The link pasted into a tab already on the setup screen changes only the fragment: no reload.
   useEffect(() => {
+    if (portalToken) return;
     const update = () => setSetupToken(takeSetupToken());
     window.addEventListener('hashchange', update);
     return () => window.removeEventListener('hashchange', update);
