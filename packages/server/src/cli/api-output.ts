@@ -69,6 +69,16 @@ export interface RecoverResult {
 }
 
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export interface PortalLink {
+  id: string;
+  account_id: string;
+  url: string;
+  expires_at: string;
+  session_minutes: number;
+  read_only: boolean;
+  allowed_origins: string[];
+}
+
 export function table(header: string[], rows: string[][]): string {
   if (rows.length === 0) return '(none)';
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -207,4 +217,14 @@ export function problemLines(p: ApiProblem): string[] {
   if (!spelledOut) for (const e of errors) lines.push(`  ${e.field}: ${e.message}`);
   if (p.status === 401) lines.push('The API key in --api-key / HERALD_API_KEY was refused: it is unknown, mistyped or revoked.');
   return lines;
+}
+
+export function portalLink(p: PortalLink): string {
+  return [
+    `Portal link for account ${p.account_id} (opens once, until ${p.expires_at}; ${p.read_only ? 'read-only, ' : ''}the session lasts ${p.session_minutes} min):`,
+    '',
+    `  ${p.url}`,
+    '',
+    `Frame it from: ${p.allowed_origins.join(', ')}`,
+  ].join('\n');
 }
