@@ -3,7 +3,9 @@ import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
 import { PANEL_CSP } from '../src/http/panel.ts';
+import { createUser, csrfTokenFor, startSession } from '../src/services/users.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, type TestHerald } from './helpers/herald.ts';
 import { assertProblem } from './helpers/problem.ts';
@@ -99,6 +101,15 @@ for (const engine of ENGINES) {
       const own = await h.api('POST', '/v1/portal-sessions', { account: h.accountId, allowed_origins: [ORIGIN] });
       assert.equal(own.status, 201);
       assertProblem(await h.call('POST', '/v1/portal-sessions', { body: { allowed_origins: [ORIGIN] } }), 'unauthorized');
+
+      // A person signed in to the panel cannot make one: links are the platform backend's, made with its key.
+      const user = await createUser(h.db, h.deps.passwords, h.accountId, { email: 'ada@acme.example', name: 'Ada', password: 'correct horse battery staple' });
+      const { token } = await startSession(h.db, user.id, h.clock.now(), DEFAULT_PANEL_AUTH);
+      const fromPanel = await h.call('POST', '/v1/portal-sessions', {
+        body: { allowed_origins: [ORIGIN] },
+        headers: { cookie: `herald_session=${token}`, 'x-csrf-token': csrfTokenFor(token) },
+      });
+      assertProblem(fromPanel, 'api_key_required');
     });
 
     test('a link opens once: the panel framed by exactly its origins, then a page saying it was used', async () => {
