@@ -11,7 +11,7 @@ import { checkPortalAccess } from './portal-access.ts';
 import type { SessionRow } from '../storage/queries/users.ts';
 import type { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 
-/** Who made a request: an API key, or a user signed in to the panel. */
+/** Who made a request: an API key, a user signed in to the panel, or the panel embedded in another site (a portal session). */
 export type Principal =
   | { kind: 'api_key'; keyId: string }
   | { kind: 'session'; userId: string; sessionId: string }

@@ -119,7 +119,8 @@ export function portalSessionRoutes(app: FastifyInstance, deps: RouteDeps): void
         tags,
         operationId: 'getPortalSession',
         summary: 'The embedded panel\u2019s own session: its account, read-only or not, and theme',
-        response: { 200: ok(portalSession, 'The session.'), ...problems(401, 403, 429) },
+        description: 'Answers the embedded panel, with its session token; any other credential gets `404 not_found`.',
+        response: { 200: ok(portalSession, 'The session.'), ...problems(401, 403, 404, 429) },
       },
     },
     async (req, reply) => {
@@ -139,7 +140,7 @@ export function portalSessionRoutes(app: FastifyInstance, deps: RouteDeps): void
         operationId: 'endPortalSession',
         summary: 'Sign the embedded panel out',
         description: 'Ends the session at once; its token is refused from then on. Allowed in a read-only session.',
-        response: { 204: { description: 'Signed out.', type: 'null' }, ...problems(401, 403, 429) },
+        response: { 204: { description: 'Signed out.', type: 'null' }, ...problems(401, 403, 404, 429) },
       },
     },
     async (req, reply) => {
