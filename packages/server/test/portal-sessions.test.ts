@@ -114,6 +114,9 @@ for (const engine of ENGINES) {
 
     test('a link opens once: the panel framed by exactly its origins, then a page saying it was used', async () => {
       const made = await link({ allowed_origins: [ORIGIN, 'https://other.example:8443'], logo_url: 'https://cdn.example.com/a/logo.png' });
+      // A HEAD (a link checker) does not use it up.
+      const head = await h.app.inject({ method: 'HEAD', url: pathOf(made.url), headers: html });
+      assert.notEqual(head.statusCode, 410);
       const first = await open(made.url);
       assert.equal(first.res.statusCode, 200);
       assert.ok(first.token, 'the page carries the session token');

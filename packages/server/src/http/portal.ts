@@ -73,7 +73,8 @@ export async function portalPageRoutes(app: FastifyInstance, { root, db, clock }
       .send(html);
   }
 
-  app.get<{ Params: { token: string } }>('/portal/:token', { schema: { hide: true } }, async (request, reply) => {
+  // GET only: a HEAD (a link checker, a preview) must not use the link up.
+  app.get<{ Params: { token: string } }>('/portal/:token', { schema: { hide: true }, exposeHeadRoute: false }, async (request, reply) => {
     const html = await readFile(index, 'utf8').catch(() => undefined);
     if (html === undefined) {
       return page(reply, 503, "default-src 'none'; frame-ancestors 'none'", errorPage('The control panel is not built', 'The operator must build it (npm run build -w @herald/panel); then ask for a new link.'));
