@@ -7,6 +7,7 @@ import { Loading } from './components/loading.tsx';
 import { Shell } from './components/shell.tsx';
 import { navigate, parseRoute, paths, useLocation, type Route } from './lib/router.ts';
 import { SessionContext } from './lib/session.ts';
+import { closePortal, openPortal, takePortalToken, type PortalInfo } from './lib/portal.ts';
 import { takeSetupToken } from './lib/setup-token.ts';
 import { asApiError } from './lib/use-resource.ts';
 import { EndpointDetail } from './screens/endpoint-detail.tsx';
@@ -25,7 +26,9 @@ type Boot =
   | { state: 'error'; error: ApiError }
   | { state: 'setup' }
   | { state: 'signed-out'; notice?: string }
-  | { state: 'signed-in'; session: Session };
+  | { state: 'signed-in'; session: Session; portal?: PortalInfo }
+  /** An embedded panel whose session ended: only the page around it can open a new one. */
+  | { state: 'portal-ended'; notice: string };
 
 /** Where to go after signing in: the page the user asked for, if it is one of ours. */
 function nextPath(search: string): string {
@@ -36,9 +39,12 @@ function nextPath(search: string): string {
 export function App() {
   const [boot, setBoot] = useState<Boot>({ state: 'loading' });
   // Read before anything rewrites the address bar.
-  const [setupToken, setSetupToken] = useState(takeSetupToken);
+  const [portalToken] = useState(takePortalToken);
+  // Embedded in another site, the panel may not touch storage (browsers refuse it to third-party frames).
+  const [setupToken, setSetupToken] = useState(() => (portalToken ? undefined : takeSetupToken()));
   // The link pasted into a tab already on the setup screen changes only the fragment: no reload.
   useEffect(() => {
+    if (portalToken) return;
     const update = () => setSetupToken(takeSetupToken());
     window.addEventListener('hashchange', update);
     return () => window.removeEventListener('hashchange', update);
@@ -50,6 +56,12 @@ export function App() {
   const start = useCallback(async () => {
     setBoot({ state: 'loading' });
     try {
+      if (portalToken) {
+        const { session, portal } = await openPortal(portalToken);
+        // The address held the one-time link; it opens nothing a second time.
+        navigate(paths.webhooks, { replace: true });
+        return setBoot({ state: 'signed-in', session, portal });
+      }
       if ((await getSetup()).needed) return setBoot({ state: 'setup' });
       const session = await getSession();
       if (!session) return setBoot({ state: 'signed-out' });
@@ -62,6 +74,7 @@ export function App() {
 
   useEffect(() => {
     onSessionExpired(() => {
+      if (portalToken) return setBoot({ state: 'portal-ended', notice: 'This panel\u2019s session has ended. Reload the page to open it again.' });
       setCsrfToken(undefined);
       setBoot({ state: 'signed-out', notice: 'Your session has ended. Sign in again to continue.' });
     });
@@ -90,7 +103,12 @@ export function App() {
       boot.state === 'signed-in'
         ? {
             session: boot.session,
+            portal: boot.portal,
             async signOut() {
+              if (boot.portal) {
+                await closePortal();
+                return setBoot({ state: 'portal-ended', notice: 'You have signed out. Reload the page to open the panel again.' });
+              }
               // Signed out on the server or not, the panel forgets the session.
               await signOut().catch(() => undefined);
               setCsrfToken(undefined);
@@ -114,6 +132,14 @@ export function App() {
         <main class="auth" id="main">
           <div class="auth-card">
             <ErrorAlert error={boot.error} title="The control panel could not start" onRetry={start} />
+          </div>
+        </main>
+      );
+    case 'portal-ended':
+      return (
+        <main class="auth" id="main">
+          <div class="auth-card" data-testid="portal-ended">
+            <p>{boot.notice}</p>
           </div>
         </main>
       );

@@ -15,7 +15,7 @@ import { databaseParts } from './dispatcher/parts.ts';
 import { createAgent } from './outbound/agent.ts';
 import { sendAttempt } from './outbound/send.ts';
 import { listenAdminSocket } from './http/admin-socket.ts';
-import { buildApp, LOG_REDACT } from './http/app.ts';
+import { buildApp, LOG_REDACT, LOG_SERIALIZERS } from './http/app.ts';
 import { listenMetrics } from './http/metrics.ts';
 import { createMetrics } from './metrics/metrics.ts';
 import { createServiceDeps, type ServiceDeps } from './services/deps.ts';
@@ -73,7 +73,7 @@ function extraCas(file: string | undefined): string[] {
 function createLogger(config: Readonly<Config>, logStream: Writable | undefined) {
   const destination = logStream ?? process.stdout;
   const stream = config.logFormat === 'pretty' ? pinoPretty({ destination, sync: true, colorize: !logStream && process.stdout.isTTY === true }) : destination;
-  return pino({ level: config.logLevel, redact: LOG_REDACT }, stream);
+  return pino({ level: config.logLevel, redact: LOG_REDACT, serializers: LOG_SERIALIZERS }, stream);
 }
 
 /** The composition root: config → storage → API and/or dispatcher. */

@@ -6,7 +6,7 @@ import { prepareDatabase } from '../src/storage/open.ts';
 import { createTestDb, ENGINES } from './helpers/engines.ts';
 import { createEmptyDb, type EmptyDb } from './helpers/fresh-db.ts';
 
-const TABLES = ['accounts', 'api_keys', 'attempt_log_grown', 'attempts', 'claims_given_back', 'deliveries', 'encryption_key', 'endpoint_rates', 'endpoints', 'event_types', 'events', 'herald_migrations', 'idempotency_keys', 'in_flight', 'replays', 'sessions', 'users'];
+const TABLES = ['accounts', 'api_keys', 'attempt_log_grown', 'attempts', 'claims_given_back', 'deliveries', 'encryption_key', 'endpoint_rates', 'endpoints', 'event_types', 'events', 'herald_migrations', 'idempotency_keys', 'in_flight', 'portal_sessions', 'replays', 'sessions', 'users'];
 
 test('migration files are numbered 001, 002, … without gaps and split into statements', async () => {
   const migrations = await loadMigrations();

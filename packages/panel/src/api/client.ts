@@ -36,11 +36,20 @@ export class ApiError extends Error {
 export const NETWORK_ERROR = 'network_error';
 
 let csrfToken: string | undefined;
+let portalToken: string | undefined;
 let sessionExpired: (() => void) | undefined;
 
 /** Set after sign-in (and cleared on sign-out); sent as X-CSRF-Token on every non-GET request. */
 export function setCsrfToken(token: string | undefined): void {
   csrfToken = token;
+}
+
+/**
+ * An embedded panel's session token (lib/portal.ts): sent as a bearer token
+ * instead of the cookie, which is then left out.
+ */
+export function setPortalToken(token: string | undefined): void {
+  portalToken = token;
 }
 
 /** Called when a request answers 401: the session ended (signed out elsewhere, expired). */
@@ -61,6 +70,7 @@ export async function request<T>(method: string, path: string, options: RequestO
   const headers: Record<string, string> = { accept: 'application/json, application/problem+json', ...options.headers };
   if (options.body !== undefined) headers['content-type'] = 'application/json';
   if (method !== 'GET' && method !== 'HEAD' && csrfToken) headers['x-csrf-token'] = csrfToken;
+  if (portalToken) headers.authorization = `Bearer ${portalToken}`;
 
   let response: Response;
   try {
@@ -68,7 +78,7 @@ export async function request<T>(method: string, path: string, options: RequestO
       method,
       headers,
       body: options.body === undefined ? undefined : JSON.stringify(options.body),
-      credentials: 'same-origin',
+      credentials: portalToken ? 'omit' : 'same-origin',
       signal: options.signal,
     });
   } catch (err) {

@@ -4,9 +4,10 @@ import { paths, useLocation } from '../lib/router.ts';
 import { useSession } from '../lib/session.ts';
 import { Link } from './link.tsx';
 
-/** The frame around signed-in screens: brand, account, sign-out, and Settings → Webhooks. */
+/** The frame around signed-in screens: brand (or an embedding site's logo), account, sign-out, and Settings → Webhooks. */
 export function Shell({ children }: { children: ComponentChildren }) {
-  const { session, signOut } = useSession();
+  const { session, signOut, portal } = useSession();
+  const logo = portal?.theme.logo_url;
   const [leaving, setLeaving] = useState(false);
   const here = useLocation();
   return (
@@ -16,27 +17,42 @@ export function Shell({ children }: { children: ComponentChildren }) {
       </a>
       <header class="topbar">
         <Link href={paths.webhooks} class="brand">
-          <img src="/favicon.svg" alt="" width={24} height={24} />
-          <span>Herald</span>
+          {logo ? (
+            <img src={logo} alt={session.account.name} class="portal-logo" data-testid="portal-logo" />
+          ) : (
+            <>
+              <img src="/favicon.svg" alt="" width={24} height={24} />
+              <span>Herald</span>
+            </>
+          )}
         </Link>
         <span class="account" data-testid="account-name">
           {session.account.name}
         </span>
         <div class="topbar-user">
-          <span class="user-name" title={session.user.email}>
-            {session.user.name || session.user.email}
-          </span>
-          <button
-            type="button"
-            class="btn btn-ghost btn-small"
-            disabled={leaving}
-            onClick={async () => {
-              setLeaving(true);
-              await signOut().finally(() => setLeaving(false));
-            }}
-          >
-            Sign out
-          </button>
+          {portal?.readOnly && (
+            <span class="read-only-note" data-testid="read-only-note">
+              View only
+            </span>
+          )}
+          {!portal && (
+            <span class="user-name" title={session.user.email}>
+              {session.user.name || session.user.email}
+            </span>
+          )}
+          {!portal?.theme.hide_sign_out && (
+            <button
+              type="button"
+              class="btn btn-ghost btn-small"
+              disabled={leaving}
+              onClick={async () => {
+                setLeaving(true);
+                await signOut().finally(() => setLeaving(false));
+              }}
+            >
+              Sign out
+            </button>
+          )}
         </div>
       </header>
       <div class="layout">

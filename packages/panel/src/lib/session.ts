@@ -1,10 +1,13 @@
 import { createContext } from 'preact';
 import { useContext } from 'preact/hooks';
 import type { Session } from '../api/types.ts';
+import type { PortalInfo } from './portal.ts';
 
 export interface SessionContextValue {
   session: Session;
   signOut(): Promise<void>;
+  /** Set when the panel is embedded in another site's page (a portal session). */
+  portal?: PortalInfo;
 }
 
 export const SessionContext = createContext<SessionContextValue | undefined>(undefined);

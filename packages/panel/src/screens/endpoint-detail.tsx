@@ -66,13 +66,13 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
         before={<Breadcrumb current={hostOf(e.url)} />}
         actions={
           <>
-            <Link href={paths.editEndpoint(e.id)} class="btn btn-secondary" data-testid="edit-endpoint">
+            <Link href={paths.editEndpoint(e.id)} class="btn btn-secondary" data-testid="edit-endpoint" data-changes>
               Edit
             </Link>
-            <Button onClick={() => setDialog('rotate')} data-testid="rotate-secret">
+            <Button onClick={() => setDialog('rotate')} data-testid="rotate-secret" data-changes>
               Rotate secret
             </Button>
-            <Button variant="ghost" class="btn-danger-text" onClick={() => setDialog('delete')} data-testid="delete-endpoint">
+            <Button variant="ghost" class="btn-danger-text" onClick={() => setDialog('delete')} data-testid="delete-endpoint" data-changes>
               Delete
             </Button>
           </>

@@ -20,7 +20,7 @@ export function EndpointList({ notice }: { notice?: string }) {
   const endpoints = useResource((signal) => listEndpoints(signal, search), `endpoints:${search}`);
   const searching = search !== '';
   const addButton = (
-    <Link href={paths.newEndpoint} class="btn btn-primary" data-testid="add-endpoint">
+    <Link href={paths.newEndpoint} class="btn btn-primary" data-testid="add-endpoint" data-changes>
       <span aria-hidden="true">+ </span>Add endpoint
     </Link>
   );

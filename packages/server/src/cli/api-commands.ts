@@ -2,10 +2,10 @@ import { Command, InvalidArgumentError } from 'commander';
 import { randomUUID } from 'node:crypto';
 import type { ApiClient, ApiResponse } from './api-client.ts';
 import * as show from './api-output.ts';
-import type { Attempt, Delivery, Endpoint, EventCount, EventDetail, HeraldEvent, RecoverResult, Replay, ReplayPreview } from './api-output.ts';
+import type { Attempt, Delivery, Endpoint, EventCount, EventDetail, HeraldEvent, PortalLink, RecoverResult, Replay, ReplayPreview } from './api-output.ts';
 
 /**
- * `herald endpoints|attempts|events`: a mirror of the management API for
+ * `herald endpoints|attempts|events|replays|portal-sessions`: a mirror of the management API for
  * operators and scripts. Each command is one or a few API calls; the rules
  * (validation, state changes, who sees what) are the server's, so a command
  * here never decides anything the API would not.
@@ -375,5 +375,46 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
   mutating(replays.command('cancel').description('stop a running replay; deliveries already created are still sent').argument('<id>', 'replay id')).action(
     async (replayId: string, o: { idempotencyKey?: string }) =>
       print(await ctx.api().call<Replay>('POST', `/v1/replays/${id(replayId)}/cancel`, { idempotencyKey: keyOf(o) }), show.replayDetail),
+  );
+
+  const portal = withGlobalHelp(program.command('portal-sessions').description('one-time links that open the panel embedded in your own pages (through the API)'));
+
+  mutating(
+    portal
+      .command('create')
+      .description('make a one-time link that opens the panel for the account of the API key, framed by the origins given')
+      .requiredOption('--origin <origins>', 'comma-separated origins allowed to frame it, each https://host[:port]', eventTypeList)
+      .option('--account <id>', 'the account (must be the API key\u2019s own)')
+      .option('--read-only', 'the panel shows, but changes nothing')
+      .option('--expires-in <minutes>', 'how long the link can be opened (default 5, at most 60)', positiveInteger)
+      .option('--session-minutes <minutes>', 'how long the session lasts once opened (default 60, at most 720)', positiveInteger)
+      .option('--accent-color <hex>', 'accent colour, #rgb or #rrggbb')
+      .option('--logo-url <url>', 'https address of a logo shown instead of Herald\u2019s')
+      .option('--hide-sign-out', 'hide the Sign out button'),
+  ).action(
+    async (o: {
+      origin: string[];
+      account?: string;
+      readOnly?: boolean;
+      expiresIn?: number;
+      sessionMinutes?: number;
+      accentColor?: string;
+      logoUrl?: string;
+      hideSignOut?: boolean;
+      idempotencyKey?: string;
+    }) => {
+      const body = {
+        allowed_origins: o.origin,
+        ...(o.account !== undefined ? { account: o.account } : {}),
+        ...(o.readOnly ? { read_only: true } : {}),
+        ...(o.expiresIn !== undefined ? { expires_in_minutes: o.expiresIn } : {}),
+        ...(o.sessionMinutes !== undefined ? { session_minutes: o.sessionMinutes } : {}),
+        ...(o.accentColor !== undefined ? { accent_color: o.accentColor } : {}),
+        ...(o.logoUrl !== undefined ? { logo_url: o.logoUrl } : {}),
+        ...(o.hideSignOut ? { hide_sign_out: true } : {}),
+      };
+      const res = await ctx.api().call<PortalLink>('POST', '/v1/portal-sessions', { body, idempotencyKey: keyOf(o) });
+      print(res, show.portalLink);
+    },
   );
 }

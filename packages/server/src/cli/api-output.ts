@@ -98,6 +98,16 @@ export interface ReplayPreview {
 }
 
 /** Columns padded to their widest cell, two spaces apart; the last column is not padded. */
+export interface PortalLink {
+  id: string;
+  account_id: string;
+  url: string;
+  expires_at: string;
+  session_minutes: number;
+  read_only: boolean;
+  allowed_origins: string[];
+}
+
 export function table(header: string[], rows: string[][]): string {
   if (rows.length === 0) return '(none)';
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
@@ -271,4 +281,14 @@ export function replayRows(replays: Replay[]): string {
     ['ID', 'CREATED', 'STATE', 'DONE', 'BY'],
     replays.map((r) => [r.id, r.created_at, r.state, `${r.done}/${r.total}`, creator(r)]),
   );
+}
+
+export function portalLink(p: PortalLink): string {
+  return [
+    `Portal link for account ${p.account_id} (opens once, until ${p.expires_at}; ${p.read_only ? 'read-only, ' : ''}the session lasts ${p.session_minutes} min):`,
+    '',
+    `  ${p.url}`,
+    '',
+    `Frame it from: ${p.allowed_origins.join(', ')}`,
+  ].join('\n');
 }

@@ -1,5 +1,5 @@
 import cookie from '@fastify/cookie';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyRequest } from 'fastify';
 import type { Writable } from 'node:stream';
 import { DEFAULT_BODY_TIMEOUT_MS, DEFAULT_PANEL_AUTH, DEFAULT_RATE_LIMITS, type PanelAuthConfig, type RateLimits } from '../config.ts';
 import type { ServiceDeps } from '../services/deps.ts';
@@ -27,6 +27,8 @@ import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
 import { replayRoutes } from './routes/replays.ts';
 import { sessionRoutes } from './routes/session.ts';
+import { portalSessionRoutes } from './routes/portal-sessions.ts';
+import { portalPageRoutes, withoutPortalToken } from './portal.ts';
 import { ok, SHARED_SCHEMAS } from './schemas.ts';
 
 export type { Principal };
@@ -96,6 +98,24 @@ export const LOG_REDACT = {
 };
 
 /**
+ * A request's log fields, as fastify's own, but a portal link's token never
+ * reaches a log line: its path is logged as `/portal/[redacted]`.
+ */
+export const LOG_SERIALIZERS = {
+  req(req: FastifyRequest) {
+    const version = req.headers['accept-version'];
+    return {
+      method: req.method,
+      url: withoutPortalToken(req.url ?? ''),
+      version: Array.isArray(version) ? version[0] : version,
+      host: req.host,
+      remoteAddress: req.ip,
+      remotePort: req.socket?.remotePort,
+    };
+  },
+};
+
+/**
  * Builds the HTTP API without listening (fastify's build/listen split), so
  * tests drive it with `app.inject()`.
  */
@@ -104,7 +124,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = Fastify({
     ...(options.logger
       ? { loggerInstance: options.logger }
-      : { logger: { level: options.logLevel, redact: LOG_REDACT, ...(options.logStream ? { stream: options.logStream } : {}) } }),
+      : { logger: { level: options.logLevel, redact: LOG_REDACT, serializers: LOG_SERIALIZERS, ...(options.logStream ? { stream: options.logStream } : {}) } }),
     // Every log line of a request carries its id (reqId), the proxy's or the client's if it sent a sane one.
     genReqId: requestIdOf,
     bodyLimit: options.maxBodyBytes,
@@ -194,7 +214,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const rateLimits = options.rateLimits ?? DEFAULT_RATE_LIMITS;
     v1.addHook('onRequest', authHook(options, panelAuth, new UnauthenticatedLimiter(rateLimits.unauthenticatedPerMinute)));
     await registerRateLimits(v1, rateLimits, (req) =>
-      !req.principal ? `ip:${clientKey(req.ip)}` : req.principal.kind === 'api_key' ? `key:${req.principal.keyId}` : `user:${req.principal.userId}`,
+      !req.principal ? `ip:${clientKey(req.ip)}` : req.principal.kind === 'api_key'
+          ? `key:${req.principal.keyId}`
+          : req.principal.kind === 'portal'
+            ? `portal:${req.principal.portalSessionId}`
+            : `user:${req.principal.userId}`,
     );
     sessionRoutes(v1, { ...options, panelAuth, loginLimiter: options.loginLimiter, setupToken: options.setupToken });
     idempotency(v1, options);
@@ -204,9 +228,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     replayRoutes(v1, options);
     eventTypeRoutes(v1, options);
     apiKeyRoutes(v1, options);
+    portalSessionRoutes(v1, options);
   });
 
-  if (options.panel) await app.register(panelRoutes, options.panel);
+  if (options.panel) {
+    await app.register(panelRoutes, options.panel);
+    await app.register(portalPageRoutes, { root: options.panel.root, db: options.db, clock: options.clock });
+  }
 
   return app;
 }

@@ -6,11 +6,16 @@ import { apiKeyPrefix } from '../core/secrets.ts';
 import { authenticate, bearerToken, UNAUTHORIZED_DETAIL } from '../services/accounts.ts';
 import type { ServiceDeps } from '../services/deps.ts';
 import { csrfTokenMatches, findSession } from '../services/users.ts';
+import { findPortalSession, isPortalSessionToken } from '../services/portal-sessions.ts';
+import { checkPortalAccess } from './portal-access.ts';
 import type { SessionRow } from '../storage/queries/users.ts';
 import type { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 
-/** Who made a request: an API key, or a user signed in to the panel. */
-export type Principal = { kind: 'api_key'; keyId: string } | { kind: 'session'; userId: string; sessionId: string };
+/** Who made a request: an API key, a user signed in to the panel, or the panel embedded in another site (a portal session). */
+export type Principal =
+  | { kind: 'api_key'; keyId: string }
+  | { kind: 'session'; userId: string; sessionId: string }
+  | { kind: 'portal'; portalSessionId: string; readOnly: boolean };
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -124,6 +129,7 @@ export function authHook(deps: ServiceDeps, panel: PanelAuthConfig, limiter: Una
       throw err;
     }
     limiter.accepted(ticket, deps.clock().getTime());
+    if (request.principal?.kind === 'portal') checkPortalAccess(request, request.principal.readOnly);
   };
 }
 
@@ -139,7 +145,7 @@ function credentialOf(request: FastifyRequest): string | undefined {
   const hash = (text: string) => createHash('sha256').update(text).digest('base64url');
   if (request.headers.authorization !== undefined) {
     const key = bearerToken(request.headers.authorization);
-    return key && apiKeyPrefix(key) ? `key:${hash(key)}` : undefined;
+    return key && (apiKeyPrefix(key) || isPortalSessionToken(key)) ? `key:${hash(key)}` : undefined;
   }
   const token = sessionToken(request);
   return token && SESSION_TOKEN.test(token) ? `session:${hash(token)}` : undefined;
@@ -155,6 +161,15 @@ function unauthorized(request: FastifyRequest): HeraldError {
 }
 
 async function identify(request: FastifyRequest, deps: ServiceDeps, panel: PanelAuthConfig): Promise<void> {
+  const bearer = bearerToken(request.headers.authorization);
+  if (bearer !== undefined && isPortalSessionToken(bearer)) {
+    // An embedded panel's session: the token it holds in memory, sent like a key.
+    const portal = await findPortalSession(deps.db, bearer, deps.clock());
+    if (!portal) throw new HeraldError('unauthorized', 'this embedded panel\'s session has ended (signed out or expired); reopen the page that embeds it for a new one');
+    request.accountId = portal.account_id;
+    request.principal = { kind: 'portal', portalSessionId: portal.id, readOnly: portal.read_only };
+    return;
+  }
   if (request.headers.authorization !== undefined) {
     const auth = await authenticate(deps, request.headers.authorization);
     request.accountId = auth.accountId;

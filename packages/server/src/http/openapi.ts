@@ -33,6 +33,11 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       components: {
         securitySchemes: {
           apiKey: { type: 'http', scheme: 'bearer', description: 'An API key, hk_…; create one with `herald keys create` or POST /v1/api-keys.' },
+          portalSession: {
+            type: 'http',
+            scheme: 'bearer',
+            description: 'An embedded panel\u2019s session token, hps_\u2026, which the panel receives when its one-time link (POST /v1/portal-sessions) opens and keeps in memory.',
+          },
           panelSession: {
             type: 'apiKey',
             in: 'cookie',
@@ -51,6 +56,7 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
         { name: 'Event types', description: 'The catalog of types an endpoint can subscribe to.' },
         { name: 'API keys', description: 'The account\u2019s credentials for this API.' },
         { name: 'Panel sign-in', description: 'Sessions of the control panel, and first-run setup.' },
+        { name: 'Portal sessions', description: 'The control panel embedded in your own pages, for one account, through a one-time link.' },
         { name: 'Operations', description: 'For operators and load balancers.' },
       ],
     },
@@ -64,6 +70,10 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
       const schema = { ...routeSchema, response: { ...general, ...(routeSchema.response as Record<string, unknown>) } };
       // Public routes (sign-in, setup) have no account to scope a key to.
       const isPublic = (route as { config?: { public?: boolean } }).config?.public === true;
+      // An embedded panel's session can be refused any route outside its reach (`not_in_portal`).
+      if (url.startsWith('/v1/') && !isPublic && !MUTATING.has(String(route.method))) {
+        return { schema: { ...schema, response: { ...schema.response, ...problems(403) } } as typeof schema, url };
+      }
       if (!MUTATING.has(String(route.method)) || !url.startsWith('/v1/') || isPublic) return { schema, url };
       // A panel session's change can be refused for a missing CSRF token, on every such route.
       const response = { ...schema.response, ...problems(403) };

@@ -407,7 +407,7 @@ export function problems(...statuses: number[]): Record<string, unknown> {
   const descriptions: Record<number, string> = {
     400: 'The request is not valid; `errors` names each field.',
     401: 'Missing, invalid or revoked API key (or no panel session).',
-    403: 'Refused: a panel session’s request without its CSRF token or from another origin.',
+    403: 'Refused: a panel session’s request without its CSRF token or from another origin (`csrf_failed`), or an embedded panel’s request it may not make (`read_only_session`, `not_in_portal`).',
     404: 'No such object in this account.',
     409: 'The request conflicts with the object\u2019s state, or a request with the same Idempotency-Key is still running.',
     413: 'The body is too large.',

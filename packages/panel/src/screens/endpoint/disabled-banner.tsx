@@ -57,11 +57,11 @@ export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Pr
       </p>
       {error && <ErrorAlert error={error} title="The endpoint could not be re-enabled" />}
       <div class="banner-actions">
-        <Button onClick={onTest}>Send a test event</Button>
-        <Button variant="primary" busy={busy} onClick={enable} data-testid="re-enable">
+        <Button onClick={onTest} data-changes>Send a test event</Button>
+        <Button variant="primary" busy={busy} onClick={enable} data-testid="re-enable" data-changes>
           Re-enable
         </Button>
-        <Button onClick={onRecover} data-testid="recover-from-banner">
+        <Button onClick={onRecover} data-testid="recover-from-banner" data-changes>
           Recover skipped and failed deliveries…
         </Button>
       </div>

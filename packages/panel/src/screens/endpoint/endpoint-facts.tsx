@@ -27,7 +27,7 @@ export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: 
           <span class="mono secret-hint" data-testid="secret-hint">
             {e.secret_hint}
           </span>
-          <Button small variant="ghost" onClick={onRotate}>
+          <Button small variant="ghost" onClick={onRotate} data-changes>
             Rotate…
           </Button>
         </dd>
@@ -70,7 +70,7 @@ export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: 
         )}
         <dt>Redeliver</dt>
         <dd>
-          <Button small variant="ghost" onClick={onRecover} data-testid="open-recover">
+          <Button small variant="ghost" onClick={onRecover} data-testid="open-recover" data-changes>
             Recover deliveries…
           </Button>
         </dd>

@@ -46,7 +46,7 @@ export function TestEventCard({ endpoint, selectRef, onSent }: Props) {
   // Any published type with an example can be tested, subscribed or not: the receiver may be about to subscribe to it.
   const published = (catalog.data?.data ?? []).filter((t) => t.example !== null && t.example !== undefined);
   return (
-    <section class="card" aria-labelledby="test-heading" data-testid="test-event">
+    <section class="card" aria-labelledby="test-heading" data-testid="test-event" data-changes>
       <h2 id="test-heading" class="card-title">
         Send a test event
       </h2>

@@ -150,6 +150,7 @@ export function EventDetailScreen({ id }: { id: string }) {
                         disabled={endpoint?.state === 'disabled'}
                         onClick={() => void resend(g.endpointId)}
                         data-testid="resend"
+                        data-changes
                         aria-label={`Resend to ${endpoint?.url ?? 'this endpoint'}`}
                       >
                         Resend to endpoint
@@ -169,7 +170,7 @@ export function EventDetailScreen({ id }: { id: string }) {
                   {others.map((x) => (
                     <li key={x.id}>
                       <span class="mono break">{x.url}</span>{' '}
-                      <Button small busy={sending === x.id} disabled={x.state === 'disabled'} onClick={() => void resend(x.id)} data-testid="send-other">
+                      <Button small busy={sending === x.id} disabled={x.state === 'disabled'} onClick={() => void resend(x.id)} data-testid="send-other" data-changes>
                         Send to endpoint
                       </Button>
                     </li>

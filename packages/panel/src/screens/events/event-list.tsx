@@ -10,6 +10,7 @@ import { Loading } from '../../components/loading.tsx';
 import { PageHeader } from '../../components/page-header.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
 import { navigate, paths } from '../../lib/router.ts';
+import { useSession } from '../../lib/session.ts';
 import { shortId } from '../../lib/short-id.ts';
 import { fromLocalInput, toLocalInput } from '../../lib/time.ts';
 import { asApiError, useResource } from '../../lib/use-resource.ts';
@@ -63,6 +64,8 @@ export function EventList({ search: params }: { search: URLSearchParams }) {
   const [selected, setSelected] = useState<Set<string>>(new Set());
   const [allMatching, setAllMatching] = useState(false);
   const [replaying, setReplaying] = useState<ReplaySelection>();
+  // An embedded panel (portal session) can search and resend, not replay in bulk: the API keeps replays to the account's own users and keys.
+  const canReplay = !useSession().portal;
 
   useEffect(() => {
     setMore(undefined);
@@ -109,9 +112,11 @@ export function EventList({ search: params }: { search: URLSearchParams }) {
         title="Events"
         docTitle="Events"
         actions={
-          <Link href={paths.replays} class="btn btn-secondary" data-testid="replays-link">
-            Replays
-          </Link>
+          canReplay && (
+            <Link href={paths.replays} class="btn btn-secondary" data-testid="replays-link">
+              Replays
+            </Link>
+          )
         }
       >
         What your systems published, and what became of each delivery. Find events, see their attempts, and send them again.
@@ -129,7 +134,7 @@ export function EventList({ search: params }: { search: URLSearchParams }) {
             {count ? countText(count) : 'Counting…'}
           </h2>
           <div class="card-tools">
-            {rows && rows.length > 0 && (
+            {canReplay && rows && rows.length > 0 && (
               <Button
                 variant="primary"
                 small

@@ -78,6 +78,8 @@ export function replayRoutes(app: FastifyInstance, deps: RouteDeps): void {
     async (req, reply) => {
       const principal = req.principal;
       if (!principal) throw new HeraldError('unauthorized', 'sign in or send an API key');
+      // An embedded panel (a portal session) never gets here: replays are not among its routes.
+      if (principal.kind === 'portal') throw new HeraldError('not_in_portal', 'replays are not available in an embedded panel (a portal session); use an API key of the account');
       const creator: ReplayCreator = principal.kind === 'api_key' ? { kind: 'api_key', keyId: principal.keyId } : { kind: 'session', userId: principal.userId };
       const result = await createReplay(deps, req.accountId, creator, req.body ?? {});
       if ('dry_run' in result) return reply.code(200).send(result);
