@@ -9,7 +9,7 @@ import { requireAccount } from './accounts.ts';
  * platform's own settings page), for one account, without a second sign-in.
  * The platform's backend asks for a link with its API key; the link opens
  * once, in an iframe on one of the origins it names, and becomes a session
- * whose token the panel keeps in memory (docs/decisions/0017).
+ * whose token the panel keeps in memory (docs/decisions/0018).
  */
 
 export const LINK_MINUTES = { default: 5, max: 60 } as const;
