@@ -78,7 +78,13 @@ export async function sendTestEvent(
     attemptId,
     timestamp: unixSeconds(startedAt),
     body,
+    scheme: endpoint.signature_scheme,
     secret: decryptSecret(deps.encryptionKey, endpoint.secret_encrypted, endpoint.id),
+    // Signed as deliveries are, with the previous secret too while its overlap runs.
+    previousSecret:
+      endpoint.previous_secret_encrypted !== null && endpoint.previous_secret_until !== null && endpoint.previous_secret_until > startedAt
+        ? decryptSecret(deps.encryptionKey, endpoint.previous_secret_encrypted, endpoint.id)
+        : undefined,
   });
   const sent = await outbound.send({ url: endpoint.url, headers, body });
   const outcome = classifyOutcome(sent.result);

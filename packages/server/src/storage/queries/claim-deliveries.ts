@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db.ts';
+import type { SignatureScheme } from '../../core/secrets.ts';
 import { eventKey } from './events.ts';
 
 export interface ClaimedDelivery {
@@ -17,11 +18,16 @@ export interface ClaimedDelivery {
   url: string;
   origin: string;
   secret_encrypted: Buffer;
+  /** How the endpoint signs: 'herald' or 'standard-webhooks'. */
+  signature_scheme: SignatureScheme;
+  /** During a rotation's overlap, the replaced secret, which signs too until previous_secret_until. */
+  previous_secret_encrypted: Buffer | null;
+  previous_secret_until: Date | null;
   /** false: the endpoint was disabled; the worker marks the delivery skipped instead of sending it. */
   enabled: boolean;
 }
 
-type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
+type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null; signing_secret: Buffer };
 
 /**
  * Claims due deliveries across all workers: the function herald_claim
@@ -35,6 +41,12 @@ type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
  * Each event's body comes once per claim, on the first of its deliveries
  * (the others have NULL), and becomes one Buffer that all of them share: a
  * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
+ *
+ * How each endpoint signs comes from a join on its key around the function,
+ * in the same statement (no query more per delivery). The secret comes from
+ * the same join, so all of it is from the statement's one snapshot: a
+ * rotation that commits while the claim waits for its turn is not seen half
+ * (the new secret without the previous one that overlaps it).
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -49,14 +61,18 @@ export async function claimDeliveries(
   },
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
-    `SELECT * FROM herald_claim($1, $2, $3, $4, $5, $6)`,
+    `SELECT c.*, ep.secret_encrypted AS signing_secret, ep.signature_scheme, ep.previous_secret_encrypted, ep.previous_secret_until
+       FROM herald_claim($1, $2, $3, $4, $5, $6) c JOIN endpoints ep ON ep.id = c.endpoint_id`,
     [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap, p.claimId ?? randomUUID()],
-    { name: 'herald_claim_v3' },
+    { name: 'herald_claim_v3_signing' },
   );
   const bodies = new Map<string, Buffer>();
   for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
   // In place: a copy of every claimed row was garbage the moment it was made.
-  for (const r of rows) (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
+  for (const r of rows) {
+    (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
+    r.secret_encrypted = r.signing_secret;
+  }
   return rows as unknown as ClaimedDelivery[];
 }
 

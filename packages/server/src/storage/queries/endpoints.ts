@@ -1,3 +1,4 @@
+import type { SignatureScheme } from '../../core/secrets.ts';
 import type { Db, Queryable } from '../db.ts';
 
 /** An endpoint's origin (scheme, host, port) as the scheduler groups endpoints that share connections. */
@@ -24,21 +25,37 @@ export interface EndpointRow {
   throttle_limit: number | null;
   secret_encrypted: Buffer;
   secret_hint: string;
+  /** How requests are signed: Herald's X-Service-* headers, or Standard Webhooks. */
+  signature_scheme: SignatureScheme;
+  /** After a rotation with an overlap: the replaced secret, which signs too until previous_secret_until (both NULL otherwise). */
+  previous_secret_encrypted: Buffer | null;
+  previous_secret_until: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
-  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, created_at, updated_at`;
+  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint,
+  signature_scheme, previous_secret_encrypted, previous_secret_until, created_at, updated_at`;
 
 export async function insertEndpoint(
   db: Queryable,
-  e: { id: string; accountId: string; url: string; description: string; eventTypes: string[]; rateLimit?: number | null; secretEncrypted: Buffer; secretHint: string },
+  e: {
+    id: string;
+    accountId: string;
+    url: string;
+    description: string;
+    eventTypes: string[];
+    rateLimit?: number | null;
+    secretEncrypted: Buffer;
+    secretHint: string;
+    signatureScheme?: SignatureScheme;
+  },
 ): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint)
-     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7) RETURNING ${COLUMNS}`,
-    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url), e.rateLimit ?? null],
+    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint, signature_scheme)
+     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7, $10) RETURNING ${COLUMNS}`,
+    [e.id, e.accountId, e.url, e.description, e.eventTypes, e.secretEncrypted, e.secretHint, originOf(e.url), e.rateLimit ?? null, e.signatureScheme ?? 'herald'],
   );
   return rows[0]!;
 }
@@ -74,12 +91,27 @@ export async function updateEndpoint(
   db: Queryable,
   accountId: string,
   id: string,
-  /** Fields left undefined stay as they are; `rateLimit: null` removes the limit. */
-  patch: { url?: string; description?: string; eventTypes?: string[]; rateLimit?: number | null },
+  /**
+   * Fields left undefined stay as they are; `rateLimit: null` removes the
+   * limit. `scheme` comes with the new secret of its form, and erases a
+   * previous secret still in its overlap: it was of the other scheme's form.
+   */
+  patch: {
+    url?: string;
+    description?: string;
+    eventTypes?: string[];
+    rateLimit?: number | null;
+    scheme?: { name: SignatureScheme; secretEncrypted: Buffer; secretHint: string };
+  },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET url = COALESCE($3, url), origin = COALESCE($6, origin), description = COALESCE($4, description),
-        event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END, updated_at = now()
+        event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END,
+        signature_scheme = COALESCE($9, signature_scheme), secret_encrypted = COALESCE($10, secret_encrypted),
+        secret_hint = COALESCE($11, secret_hint),
+        previous_secret_encrypted = CASE WHEN $9::text IS NULL THEN previous_secret_encrypted END,
+        previous_secret_until = CASE WHEN $9::text IS NULL THEN previous_secret_until END,
+        updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [
       accountId,
@@ -90,6 +122,9 @@ export async function updateEndpoint(
       patch.url === undefined ? null : originOf(patch.url),
       patch.rateLimit !== undefined,
       patch.rateLimit ?? null,
+      patch.scheme?.name ?? null,
+      patch.scheme?.secretEncrypted ?? null,
+      patch.scheme?.secretHint ?? null,
     ],
   );
   return rows[0];
@@ -134,18 +169,61 @@ export async function deleteEndpoint(db: Db, accountId: string, id: string): Pro
 /** SQLSTATE 40P01. */
 const DEADLOCK_DETECTED = '40P01';
 
+/**
+ * Replaces the signing secret. With `previousUntil`, the replaced secret
+ * (its ciphertext as it is: bound to the same endpoint) keeps signing until
+ * then, taking the place of any earlier one; without, any previous secret is
+ * erased too.
+ */
 export async function replaceSecret(
   db: Queryable,
   accountId: string,
   id: string,
-  s: { secretEncrypted: Buffer; secretHint: string },
+  s: { secretEncrypted: Buffer; secretHint: string; previousUntil: Date | null },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE endpoints SET secret_encrypted = $3, secret_hint = $4, updated_at = now()
+    `UPDATE endpoints SET secret_encrypted = $3, secret_hint = $4,
+        previous_secret_encrypted = CASE WHEN $5::timestamptz IS NULL THEN NULL ELSE secret_encrypted END,
+        previous_secret_until = $5::timestamptz, updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [accountId, id, s.secretEncrypted, s.secretHint],
+    [accountId, id, s.secretEncrypted, s.secretHint, s.previousUntil],
   );
   return rows[0];
+}
+
+/** Ends a rotation's overlap now: the previous secret is erased. */
+export async function erasePreviousSecret(db: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL,
+        updated_at = CASE WHEN previous_secret_until IS NULL THEN updated_at ELSE now() END
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id],
+  );
+  return rows[0];
+}
+
+/**
+ * Erases the previous secret of one endpoint if its overlap has ended by
+ * `now`: the dispatcher calls it when an attempt finds one expired. Only
+ * that one: a rotation since then has put a newer one in its place.
+ */
+export async function eraseExpiredPreviousSecret(db: Queryable, endpointId: string, until: Date, now: Date | null): Promise<void> {
+  await db.query(
+    `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL
+      WHERE id = $1 AND previous_secret_until = $2 AND previous_secret_until <= COALESCE($3::timestamptz, now())`,
+    [endpointId, until, now],
+  );
+}
+
+/** Erases up to `limit` previous secrets whose overlap has ended; returns how many. */
+export async function sweepExpiredPreviousSecrets(db: Queryable, p: { now: Date | null; limit: number }): Promise<number> {
+  return (
+    await db.query(
+      `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL
+        WHERE id IN (SELECT id FROM endpoints WHERE previous_secret_until <= COALESCE($1::timestamptz, now()) LIMIT $2)`,
+      [p.now, p.limit],
+    )
+  ).rowCount;
 }
 
 /** Re-enables an endpoint: the failure streak starts again from zero. */
