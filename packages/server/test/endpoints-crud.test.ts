@@ -17,6 +17,8 @@ const ENDPOINT_FIELDS = [
   'throttle',
   'retention',
   'secret_hint',
+  'signature_scheme',
+  'previous_secret_expires_at',
   'last_attempt',
   'created_at',
   'updated_at',
