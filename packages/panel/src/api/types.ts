@@ -57,12 +57,18 @@ export interface Endpoint {
   retention: { succeeded_days: number; undelivered_days: number };
   /** The start of the signing secret, e.g. "whsec_B8vG…"; the secret itself is shown once. */
   secret_hint: string;
+  /** How requests are signed: Herald's X-Service-* headers, or the Standard Webhooks headers. */
+  signature_scheme: SignatureScheme;
+  /** While a rotation's overlap runs: until when the replaced secret still signs, next to the new one; null otherwise. */
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
   last_attempt?: AttemptSummary | null;
 }
 
-/** The answers of create and rotate-secret: the only ones that carry the secret. */
+export type SignatureScheme = 'herald' | 'standard-webhooks';
+
+/** The answers of create and rotate-secret (and of an update that changed the scheme): the only ones that carry the secret. */
 export interface EndpointWithSecret extends Endpoint {
   secret: string;
 }
@@ -73,6 +79,8 @@ export interface EndpointInput {
   description?: string;
   /** Requests per second; null removes the limit. */
   rate_limit?: number | null;
+  /** On an update, a different scheme comes with a new secret, in the answer. */
+  signature_scheme?: SignatureScheme;
 }
 
 /** One HTTP request Herald sent (its id is the X-Service-Delivery-ID). */
