@@ -229,6 +229,12 @@ for (const engine of ENGINES) {
       const req = receiver.requests[before]!;
       for (const secret of [ep.secret, rotated.secret]) assert.ok(new Webhook(secret).verify(req.body, headersOf(req)));
       assert.equal(res.json.request.headers['webhook-signature'], headersOf(req)['webhook-signature']);
+
+      // Once the overlap is over, a test signs with the new secret alone, and erases the old one.
+      h.clock.advance(601_000);
+      const later = await h.api('POST', `/v1/endpoints/${ep.id}/test`, {});
+      assert.equal(later.json.request.headers['webhook-signature'].split(' ').length, 1);
+      assert.deepEqual(await previousColumns(ep.id), { previous_secret_encrypted: null, previous_secret_until: null });
     });
   });
 }
