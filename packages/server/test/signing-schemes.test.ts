@@ -5,6 +5,7 @@ import { verifyStandardSync, verifySync } from '@herald/verify/node';
 import { DEFAULT_PANEL_AUTH } from '../src/config.ts';
 import { decryptSecret } from '../src/core/secrets.ts';
 import { createMaintainer } from '../src/maintenance/maintainer.ts';
+import { claimDeliveries } from '../src/storage/queries/claim-deliveries.ts';
 import { ENGINES } from './helpers/engines.ts';
 import { alarmData, createTestHerald, TEST_KEY, type TestHerald } from './helpers/herald.ts';
 import { assertProblem } from './helpers/problem.ts';
@@ -141,6 +142,35 @@ for (const engine of ENGINES) {
       // Erased, not just ignored (the erasure is not awaited by the attempt).
       for (let i = 0; i < 50 && (await previousColumns(ep.id)).previous_secret_encrypted !== null; i++) await new Promise((r) => setImmediate(r));
       assert.deepEqual(await previousColumns(ep.id), { previous_secret_encrypted: null, previous_secret_until: null });
+    });
+
+    test('a claim that waited for its turn while an endpoint was created still signs that endpoint\'s deliveries its way', { skip: engine === 'pglite' && 'needs a second connection' }, async () => {
+      let release!: () => void;
+      let locked!: () => void;
+      const isLocked = new Promise<void>((resolve) => (locked = resolve));
+      // Another claim's turn: the claim below takes its snapshot, then waits for the lock.
+      const holder = h.db.transaction(async (tx) => {
+        await tx.query('SELECT pg_advisory_xact_lock(104101114097108100)');
+        locked();
+        await new Promise<void>((resolve) => (release = resolve));
+      });
+      await isLocked;
+      const claim = claimDeliveries(h.db, { limit: 10, leaseMs: 60_000, endpointCap: 8, originCap: 8, now: new Date(h.clock.now().getTime() + 60_000) });
+      for (let i = 0; i < 500; i++) {
+        const { rows } = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted`);
+        if (rows[0]!.n > 0) break;
+        await new Promise((r) => setImmediate(r));
+      }
+      // Created after the claim's snapshot, and published to before its turn comes.
+      const ep = await create({ signature_scheme: 'standard-webhooks' });
+      assert.equal((await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() })).status, 202);
+      release();
+      await holder;
+      const claimed = (await claim).filter((d) => d.endpoint_id === ep.id);
+      assert.equal(claimed.length, 1, 'the new endpoint\'s delivery was claimed, not dropped');
+      assert.equal(claimed[0]!.signature_scheme, 'standard-webhooks');
+      assert.equal(decryptSecret(TEST_KEY, claimed[0]!.secret_encrypted, ep.id), ep.secret);
+      await h.db.query('DELETE FROM in_flight');
     });
 
     test('the maintainer erases previous secrets whose overlap ended, and only those', async () => {

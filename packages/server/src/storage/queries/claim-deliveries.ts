@@ -27,7 +27,8 @@ export interface ClaimedDelivery {
   enabled: boolean;
 }
 
-type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null; signing_secret: Buffer };
+/** A row as the claim statement answers it: the signing columns are NULL when its endpoint was not in the statement's snapshot. */
+type ClaimRow = Omit<ClaimedDelivery, 'body' | 'signature_scheme'> & { body: string | null; signing_secret: Buffer; signature_scheme: ClaimedDelivery['signature_scheme'] | null };
 
 /**
  * Claims due deliveries across all workers: the function herald_claim
@@ -42,11 +43,16 @@ type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null; signing_s
  * (the others have NULL), and becomes one Buffer that all of them share: a
  * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
  *
- * How each endpoint signs comes from a join on its key around the function,
- * in the same statement (no query more per delivery). The secret comes from
- * the same join, so all of it is from the statement's one snapshot: a
- * rotation that commits while the claim waits for its turn is not seen half
- * (the new secret without the previous one that overlaps it).
+ * How each endpoint signs (its secret, scheme, and the previous secret of a
+ * rotation's overlap) comes from a join on its key around the function, in
+ * the same statement: no query more per delivery, and the function stays as
+ * migration 013 wrote it. All four come from the statement's one snapshot,
+ * so a rotation that commits while the claim waits for its turn is seen
+ * whole or not at all, never as the new secret without the old one that
+ * overlaps it. That snapshot is taken before the function runs: an endpoint
+ * created while the claim waited for its turn is not in it, though its
+ * deliveries may be claimed. Those few rows read their endpoints once more
+ * (`signingOf`), rather than being dropped after they were leased.
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -62,18 +68,38 @@ export async function claimDeliveries(
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
     `SELECT c.*, ep.secret_encrypted AS signing_secret, ep.signature_scheme, ep.previous_secret_encrypted, ep.previous_secret_until
-       FROM herald_claim($1, $2, $3, $4, $5, $6) c JOIN endpoints ep ON ep.id = c.endpoint_id`,
+       FROM herald_claim($1, $2, $3, $4, $5, $6) c LEFT JOIN endpoints ep ON ep.id = c.endpoint_id`,
     [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap, p.claimId ?? randomUUID()],
     { name: 'herald_claim_v3_signing' },
   );
   const bodies = new Map<string, Buffer>();
   for (const r of rows) if (r.body !== null) bodies.set(eventKey(r.account_id, r.event_id), Buffer.from(r.body, 'utf8'));
   // In place: a copy of every claimed row was garbage the moment it was made.
+  let unseen: Set<string> | undefined;
   for (const r of rows) {
     (r as unknown as ClaimedDelivery).body = bodies.get(eventKey(r.account_id, r.event_id))!;
-    r.secret_encrypted = r.signing_secret;
+    if (r.signature_scheme === null) (unseen ??= new Set()).add(r.endpoint_id);
+    else r.secret_encrypted = r.signing_secret;
+  }
+  if (unseen) {
+    const signing = await signingOf(db, [...unseen]);
+    for (const r of rows) {
+      const s = r.signature_scheme === null ? signing.get(r.endpoint_id) : undefined;
+      if (s) Object.assign(r, s);
+    }
   }
   return rows as unknown as ClaimedDelivery[];
+}
+
+type Signing = Pick<ClaimedDelivery, 'secret_encrypted' | 'signature_scheme' | 'previous_secret_encrypted' | 'previous_secret_until'>;
+
+/** How these endpoints sign, read afresh (see claimDeliveries). */
+async function signingOf(db: Queryable, endpointIds: string[]): Promise<Map<string, Signing>> {
+  const { rows } = await db.query<Signing & { id: string }>(
+    `SELECT id, secret_encrypted, signature_scheme, previous_secret_encrypted, previous_secret_until FROM endpoints WHERE id = ANY ($1::uuid[])`,
+    [endpointIds],
+  );
+  return new Map(rows.map(({ id, ...signing }) => [id, signing]));
 }
 
 /**
