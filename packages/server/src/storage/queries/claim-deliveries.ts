@@ -52,7 +52,8 @@ type ClaimRow = Omit<ClaimedDelivery, 'body' | 'signature_scheme'> & { body: str
  * overlaps it. That snapshot is taken before the function runs: an endpoint
  * created while the claim waited for its turn is not in it, though its
  * deliveries may be claimed. Those few rows read their endpoints once more
- * (`signingOf`), rather than being dropped after they were leased.
+ * (`signingOf`), rather than being dropped after they were leased. The
+ * rows keep the order the function gave them (`ordinality`).
  */
 export async function claimDeliveries(
   db: Queryable,
@@ -68,7 +69,8 @@ export async function claimDeliveries(
 ): Promise<ClaimedDelivery[]> {
   const { rows } = await db.query<ClaimRow>(
     `SELECT c.*, ep.secret_encrypted AS signing_secret, ep.signature_scheme, ep.previous_secret_encrypted, ep.previous_secret_until
-       FROM herald_claim($1, $2, $3, $4, $5, $6) c LEFT JOIN endpoints ep ON ep.id = c.endpoint_id`,
+       FROM herald_claim($1, $2, $3, $4, $5, $6) WITH ORDINALITY c LEFT JOIN endpoints ep ON ep.id = c.endpoint_id
+      ORDER BY c.ordinality`,
     [p.now, p.limit, p.leaseMs, p.endpointCap, p.originCap, p.claimId ?? randomUUID()],
     { name: 'herald_claim_v3_signing' },
   );
