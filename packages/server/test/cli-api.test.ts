@@ -133,7 +133,7 @@ for (const engine of ENGINES) {
 
       const none = await cli(['endpoints', 'update', endpointId]);
       assert.equal(none.code, 2, 'a usage error');
-      assert.match(none.stderr, /^herald: nothing to update; give --url, --events, --description, --rate-limit, --header, --secret-header, --metadata, --clear-headers or --clear-metadata$/m);
+      assert.match(none.stderr, /^herald: nothing to update; give --url, --events, --description, --rate-limit, --scheme, --header, --secret-header, --metadata, --clear-headers or --clear-metadata$/m);
     });
 
     test('custom headers and metadata on create and update; list --search and --metadata filter; a secret value is never printed', async () => {
@@ -228,6 +228,32 @@ for (const engine of ENGINES) {
       assert.equal(secrets.length, 1);
       assert.notEqual(secrets[0], secret);
       secret = secrets[0]!;
+    });
+
+    test('rotate --overlap keeps the old secret valid and says until when; end-overlap ends it; update --scheme prints the new secret once', async () => {
+      const rotated = ok(await cli(['endpoints', 'rotate', endpointId, '--overlap', '24h']));
+      const secrets = rotated.stdout.match(SECRET) ?? [];
+      assert.equal(secrets.length, 1);
+      const until = new Date(h.clock.now().getTime() + 86_400_000).toISOString();
+      assert.match(rotated.stdout, new RegExp(`Until ${until.replace(/\./g, '\\.')}, every request carries two signatures`));
+      assert.match(ok(await cli(['endpoints', 'get', endpointId])).stdout, /old secret +still signs next to the new one until/);
+      const bad = await cli(['endpoints', 'rotate', endpointId, '--overlap', '8d']);
+      assert.equal(bad.code, 1);
+      assert.match(bad.stderr, /overlap_seconds: must be a whole number of seconds from 0/);
+      assert.equal((await cli(['endpoints', 'rotate', endpointId, '--overlap', 'soon'])).code, 2);
+
+      const ended = ok(await cli(['endpoints', 'end-overlap', endpointId]));
+      assert.match(ended.stdout, /the old one is erased/);
+      assert.equal((await json(['endpoints', 'get', endpointId])).previous_secret_expires_at, null);
+
+      const changed = ok(await cli(['endpoints', 'update', endpointId, '--scheme', 'standard-webhooks']));
+      assert.match(changed.stdout, /signature scheme +standard-webhooks/);
+      assert.equal((changed.stdout.match(/whsec_[A-Za-z0-9+/]{43}=/g) ?? []).length, 1, 'the new secret, once');
+      const back = ok(await cli(['endpoints', 'update', endpointId, '--scheme', 'herald']));
+      secret = (back.stdout.match(SECRET) ?? [])[0]!;
+      assert.ok(secret);
+      const unchanged = ok(await cli(['endpoints', 'update', endpointId, '--scheme', 'herald']));
+      assert.equal((unchanged.stdout.match(SECRET) ?? []).length, 0, 'no new secret when the scheme stays');
     });
 
     test('test against a receiver that answers 200: status, duration, exit 0, signed with the new secret', async () => {

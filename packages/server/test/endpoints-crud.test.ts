@@ -19,6 +19,8 @@ const ENDPOINT_FIELDS = [
   'secret_hint',
   'headers',
   'metadata',
+  'signature_scheme',
+  'previous_secret_expires_at',
   'last_attempt',
   'created_at',
   'updated_at',

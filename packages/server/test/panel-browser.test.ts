@@ -311,8 +311,8 @@ describe('a customer manages webhooks in the panel', () => {
     const rotate = page.getByTestId('rotate-secret');
     await rotate.click();
     const dialog = page.getByTestId('rotate-dialog');
-    await dialog.getByText('takes effect immediately').waitFor();
-    await dialog.getByText('accept both secrets').waitFor();
+    await dialog.getByText('It stops immediately.').waitFor();
+    await dialog.getByTestId('strict-receiver-note').getByText('compares the whole X-Service-Signature header').waitFor();
     assert.equal((await focused(page)).text, 'Cancel');
     await screenshot(page, 'rotate-dialog');
     await page.keyboard.press('Escape');

@@ -143,6 +143,33 @@ for (const engine of ENGINES) {
         assertAbsent(JSON.stringify(res.json), secret, 'an error');
       }
     });
+
+    test('a rotation with an overlap and a change of scheme show each new secret once, and neither it nor the old one anywhere else', async () => {
+      const inject = (method: 'GET' | 'POST' | 'PATCH' | 'DELETE', url: string, body?: unknown) =>
+        traceApp.inject({
+          method,
+          url,
+          headers: { authorization: `Bearer ${h.apiKey}`, ...(body ? { 'content-type': 'application/json' } : {}) },
+          payload: body ? JSON.stringify(body) : undefined,
+        });
+      const created = (await inject('POST', '/v1/endpoints', { url: 'https://overlap.example.com/', event_types: ['alarm.created'], signature_scheme: 'standard-webhooks' })).json();
+      const rotated = (await inject('POST', `/v1/endpoints/${created.id}/rotate-secret`, { overlap_seconds: 3600 })).json();
+      const changed = (await inject('PATCH', `/v1/endpoints/${created.id}`, { signature_scheme: 'herald' })).json();
+      const secrets = [created.secret as string, rotated.secret as string, changed.secret as string];
+      for (const s of secrets) assert.match(s, /^whsec_/);
+      await inject('POST', `/v1/endpoints/${created.id}/rotate-secret`, { overlap_seconds: 3600 });
+      const others = [
+        await inject('GET', `/v1/endpoints/${created.id}`),
+        await inject('GET', '/v1/endpoints'),
+        await inject('DELETE', `/v1/endpoints/${created.id}/previous-secret`),
+        await inject('POST', `/v1/endpoints/${created.id}/rotate-secret`, { overlap_seconds: -1 }),
+      ];
+      for (const res of others) for (const s of secrets) assertAbsent(res.body, s, 'an answer');
+      const trace = Buffer.concat(traceLogs).toString('utf8');
+      for (const s of secrets) assertAbsent(trace, s, 'the trace log');
+      const { rows } = await h.db.query<{ row: string }>(`SELECT row_to_json(e)::text AS row FROM endpoints e WHERE id = $1`, [created.id]);
+      for (const s of secrets) assertAbsent(rows[0]!.row, s, 'the endpoint row');
+    });
   });
 }
 

@@ -26,3 +26,10 @@ export function hmacSha256HexSync(secret: string, parts: readonly (string | RawB
   for (const part of data) hmac.update(part);
   return hmac.digest('hex');
 }
+
+/** HMAC-SHA256 under raw key bytes (the Standard Webhooks scheme's decoded secret), on `node:crypto`. */
+export function hmacSha256WithKeySync(keyBytes: Uint8Array, parts: readonly (string | RawBody)[]): Uint8Array {
+  const hmac = createHmac('sha256', keyBytes);
+  for (const part of parts) hmac.update(hashable(part) ? part : toBytes(part));
+  return hmac.digest();
+}

@@ -5,6 +5,11 @@ import { secretKeyBytes } from './scheme.ts';
  * Cloudflare Workers and browsers (secure contexts only).
  */
 export async function hmacSha256(secret: string, payload: Uint8Array): Promise<Uint8Array> {
+  return hmacSha256WithKey(secretKeyBytes(secret), payload);
+}
+
+/** HMAC-SHA256 under raw key bytes (the Standard Webhooks scheme's decoded secret), on Web Crypto. */
+export async function hmacSha256WithKey(keyBytes: Uint8Array, payload: Uint8Array): Promise<Uint8Array> {
   const subtle = globalThis.crypto?.subtle;
   if (subtle === undefined) {
     throw new Error(
@@ -17,7 +22,7 @@ export async function hmacSha256(secret: string, payload: Uint8Array): Promise<U
   // case TypeScript's BufferSource rules out.
   const key = await subtle.importKey(
     'raw',
-    secretKeyBytes(secret) as Uint8Array<ArrayBuffer>,
+    keyBytes as Uint8Array<ArrayBuffer>,
     { name: 'HMAC', hash: 'SHA-256' },
     false,
     ['sign'],

@@ -24,4 +24,6 @@ export {
 } from './events.ts';
 export { MemoryIdempotencyStore, type IdempotencyStore, type MemoryIdempotencyStoreOptions } from './idempotency.ts';
 export { sign, type SignInput } from './sign.ts';
+export { STANDARD_HEADER, STANDARD_SIGNATURE_PREFIX, type StandardVerifyInput } from './standard-webhooks.ts';
+export { signStandard, verifyStandard, type StandardSignInput } from './standard-webhooks-verify.ts';
 export { createTestRequest, type TestRequest, type TestRequestInput } from './test-request.ts';

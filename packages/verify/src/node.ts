@@ -6,3 +6,4 @@
 export * from './index.ts';
 export { signSync } from './sign-sync.ts';
 export { verifySync } from './verify-sync.ts';
+export { signStandardSync, verifyStandardSync } from './standard-webhooks-sync.ts';

@@ -23,42 +23,42 @@ export interface SignedTimestamp {
 }
 
 /** Parses the values of `X-Service-Timestamp` (from `readHeader`, known non-empty). */
-export function parseTimestamp(values: readonly string[]): SignedTimestamp {
+export function parseTimestamp(values: readonly string[], header: string = HEADER.timestamp): SignedTimestamp {
   if (values.length > 1) {
     throw new WebhookVerificationError(
       'malformed_timestamp',
-      `${HEADER.timestamp} appears ${values.length} times; Herald sends it once. Reject the request.`,
-      { header: HEADER.timestamp },
+      `${header} appears ${values.length} times; Herald sends it once. Reject the request.`,
+      { header },
     );
   }
   const text = values[0] ?? '';
   if (!TIMESTAMP.test(text)) {
     throw new WebhookVerificationError(
       'malformed_timestamp',
-      `${HEADER.timestamp} must be Unix time in seconds as 1 to 12 ASCII digits; got ${describeUntrusted(text)}. Reject the request.`,
-      { header: HEADER.timestamp },
+      `${header} must be Unix time in seconds as 1 to 12 ASCII digits; got ${describeUntrusted(text)}. Reject the request.`,
+      { header },
     );
   }
   return { text, seconds: Number(text) };
 }
 
 /** Rejects a timestamp further than `toleranceSeconds` from `nowSeconds`, either way; exactly the tolerance is accepted. */
-export function checkTolerance(timestamp: SignedTimestamp, nowSeconds: number, toleranceSeconds: number): void {
+export function checkTolerance(timestamp: SignedTimestamp, nowSeconds: number, toleranceSeconds: number, header: string = HEADER.timestamp): void {
   const age = nowSeconds - timestamp.seconds;
   if (age > toleranceSeconds) {
     throw new WebhookVerificationError(
       'timestamp_too_old',
-      `${HEADER.timestamp} is ${age} s in the past, beyond the ${toleranceSeconds} s tolerance. ` +
+      `${header} is ${age} s in the past, beyond the ${toleranceSeconds} s tolerance. ` +
         'Herald signs every attempt afresh, so this is a replayed request, or this machine\'s clock is behind (check NTP).',
-      { header: HEADER.timestamp },
+      { header },
     );
   }
   if (-age > toleranceSeconds) {
     throw new WebhookVerificationError(
       'timestamp_in_future',
-      `${HEADER.timestamp} is ${-age} s in the future, beyond the ${toleranceSeconds} s tolerance. ` +
+      `${header} is ${-age} s in the future, beyond the ${toleranceSeconds} s tolerance. ` +
         'One of the two clocks is wrong: check this machine\'s clock (NTP).',
-      { header: HEADER.timestamp },
+      { header },
     );
   }
 }

@@ -63,11 +63,18 @@ export const getEndpoint = (id: string, signal?: AbortSignal) => request<Endpoin
 
 export const createEndpoint = (body: EndpointInput) => request<EndpointWithSecret>('POST', '/v1/endpoints', { body });
 
-export const updateEndpoint = (id: string, body: Partial<EndpointInput>) => request<Endpoint>('PATCH', `/v1/endpoints/${enc(id)}`, { body });
+/** The answer carries `secret` only when the update changed the signature scheme. */
+export const updateEndpoint = (id: string, body: Partial<EndpointInput>) =>
+  request<Endpoint & { secret?: string }>('PATCH', `/v1/endpoints/${enc(id)}`, { body });
 
 export const deleteEndpoint = (id: string) => request<void>('DELETE', `/v1/endpoints/${enc(id)}`);
 
-export const rotateSecret = (id: string) => request<EndpointWithSecret>('POST', `/v1/endpoints/${enc(id)}/rotate-secret`);
+/** With `overlapSeconds`, the old secret keeps signing next to the new one that long. */
+export const rotateSecret = (id: string, overlapSeconds = 0) =>
+  request<EndpointWithSecret>('POST', `/v1/endpoints/${enc(id)}/rotate-secret`, { body: { overlap_seconds: overlapSeconds } });
+
+/** Ends a rotation's overlap now: the old secret is erased. */
+export const endSecretOverlap = (id: string) => request<Endpoint>('DELETE', `/v1/endpoints/${enc(id)}/previous-secret`);
 
 /** Sends one test request now; without a type Herald sends `webhook.test`. */
 export const sendTest = (id: string, eventType?: string) =>

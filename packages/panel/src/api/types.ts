@@ -61,6 +61,10 @@ export interface Endpoint {
   headers: EndpointHeader[];
   /** The owner's own labels. */
   metadata: Record<string, string>;
+  /** How requests are signed: Herald's X-Service-* headers, or the Standard Webhooks headers. */
+  signature_scheme: SignatureScheme;
+  /** While a rotation's overlap runs: until when the replaced secret still signs, next to the new one; null otherwise. */
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
   last_attempt?: AttemptSummary | null;
@@ -82,7 +86,9 @@ export interface EndpointHeaderInput {
   secret: boolean;
 }
 
-/** The answers of create and rotate-secret: the only ones that carry the secret. */
+export type SignatureScheme = 'herald' | 'standard-webhooks';
+
+/** The answers of create and rotate-secret (and of an update that changed the scheme): the only ones that carry the secret. */
 export interface EndpointWithSecret extends Endpoint {
   secret: string;
 }
@@ -97,6 +103,8 @@ export interface EndpointInput {
   headers?: EndpointHeaderInput[];
   /** Replaces the whole object. */
   metadata?: Record<string, string>;
+  /** On an update, a different scheme comes with a new secret, in the answer. */
+  signature_scheme?: SignatureScheme;
 }
 
 /** One HTTP request Herald sent (its id is the X-Service-Delivery-ID). */

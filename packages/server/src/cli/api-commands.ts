@@ -41,6 +41,20 @@ function rateLimit(value: string): number | 'none' {
 /** The API's rate_limit for a `--rate-limit` given, or nothing when it was not. */
 const rateLimitBody = (value: number | 'none' | undefined) => (value === undefined ? {} : { rate_limit: value === 'none' ? null : value });
 
+/** `--scheme`: one of the two signature schemes. */
+function scheme(value: string): 'herald' | 'standard-webhooks' {
+  const v = value.trim().toLowerCase();
+  if (v !== 'herald' && v !== 'standard-webhooks') throw new InvalidArgumentError('must be herald or standard-webhooks.');
+  return v;
+}
+
+/** `--overlap`: seconds, bare or with a unit: 90, 90s, 30m, 12h, 7d. */
+function overlap(value: string): number {
+  const match = /^(\d+)\s*([smhd]?)$/.exec(value.trim().toLowerCase());
+  if (!match) throw new InvalidArgumentError('must be a duration such as 3600, 30m, 24h or 7d (at most 7d).');
+  return Number(match[1]) * { '': 1, s: 1, m: 60, h: 3600, d: 86_400 }[match[2] as '' | 's' | 'm' | 'h' | 'd'];
+}
+
 /** `alarm.created, alarm.resolved` → ['alarm.created', 'alarm.resolved']. */
 function eventTypeList(value: string): string[] {
   return value
@@ -150,10 +164,11 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
         .requiredOption('--url <url>', 'the https address that receives events')
         .requiredOption('--events <types>', 'comma-separated event types, e.g. alarm.created,alarm.resolved', eventTypeList)
         .option('--description <text>', 'what the endpoint is for')
-        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none (the default): no limit', rateLimit),
+        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none (the default): no limit', rateLimit)
+        .option('--scheme <herald|standard-webhooks>', 'how requests are signed: herald (the default) or standard-webhooks', scheme),
       false,
     ),
-  ).action(async (o: { url: string; events: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string } & HeaderAndMetadataOptions) => {
+  ).action(async (o: { url: string; events: string[]; description?: string; rateLimit?: number | 'none'; scheme?: string; idempotencyKey?: string } & HeaderAndMetadataOptions) => {
     const res = await ctx.api().call<Endpoint & { secret: string }>('POST', '/v1/endpoints', {
       body: {
         url: o.url,
@@ -161,6 +176,7 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
         ...(o.description !== undefined ? { description: o.description } : {}),
         ...rateLimitBody(o.rateLimit),
         ...headersAndMetadataBody(o),
+        ...(o.scheme !== undefined ? { signature_scheme: o.scheme } : {}),
       },
       idempotencyKey: keyOf(o),
     });
@@ -171,12 +187,13 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
     headerAndMetadataOptions(
       endpoints
         .command('update')
-        .description('change the address, the event types, the description, the rate limit, the custom headers or the metadata; the secret stays')
+        .description('change the address, the event types, the description, the rate limit, the custom headers, the metadata or the signature scheme; a new scheme comes with a new secret, printed once')
         .argument('<id>', 'endpoint id')
         .option('--url <url>', 'new https address')
         .option('--events <types>', 'new comma-separated event types (replaces the list)', eventTypeList)
         .option('--description <text>', 'new description')
-        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none removes the limit', rateLimit),
+        .option('--rate-limit <n|none>', 'send it at most n requests per second (1 to 10000); none removes the limit', rateLimit)
+        .option('--scheme <herald|standard-webhooks>', 'sign with this scheme; a different one replaces the secret with a new one of its form, printed once', scheme),
       true,
     )
       .option('--clear-headers', 'remove every custom header')
@@ -184,7 +201,7 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
   ).action(
     async (
       endpointId: string,
-      o: { url?: string; events?: string[]; description?: string; rateLimit?: number | 'none'; idempotencyKey?: string } & HeaderAndMetadataOptions,
+      o: { url?: string; events?: string[]; description?: string; rateLimit?: number | 'none'; scheme?: string; idempotencyKey?: string } & HeaderAndMetadataOptions,
       command: Command,
     ) => {
       const body = {
@@ -193,11 +210,17 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
         ...(o.description !== undefined ? { description: o.description } : {}),
         ...rateLimitBody(o.rateLimit),
         ...headersAndMetadataBody(o),
+        ...(o.scheme !== undefined ? { signature_scheme: o.scheme } : {}),
       };
       if (Object.keys(body).length === 0) {
-        command.error('error: nothing to update; give --url, --events, --description, --rate-limit, --header, --secret-header, --metadata, --clear-headers or --clear-metadata');
+        command.error('error: nothing to update; give --url, --events, --description, --rate-limit, --scheme, --header, --secret-header, --metadata, --clear-headers or --clear-metadata');
       }
-      print(await ctx.api().call<Endpoint>('PATCH', `/v1/endpoints/${id(endpointId)}`, { body, idempotencyKey: keyOf(o) }), show.endpointDetail);
+      const res = await ctx.api().call<Endpoint>('PATCH', `/v1/endpoints/${id(endpointId)}`, { body, idempotencyKey: keyOf(o) });
+      print(res, (e) =>
+        e.secret === undefined
+          ? show.endpointDetail(e)
+          : `${show.endpointDetail(e)}\n\n${show.secretShownOnce(e as Endpoint & { secret: string })}\nThe signature scheme changed, so the secret did: every request from now on is signed in the new scheme with this secret.`,
+      );
     },
   );
 
@@ -215,10 +238,32 @@ export function registerApiCommands(program: Command, ctx: ApiCommandContext): v
     endpoints
       .command('rotate')
       .description('replace the signing secret; the new one is printed once and signs the very next request')
+      .argument('<id>', 'endpoint id')
+      .option(
+        '--overlap <duration>',
+        'keep the old secret valid this long (e.g. 30m, 24h, 7d; at most 7d): each request carries both signatures. Not for receivers that read the signature header as one single value',
+        overlap,
+      ),
+  ).action(async (endpointId: string, o: { overlap?: number; idempotencyKey?: string }) => {
+    const res = await ctx.api().call<Endpoint & { secret: string }>('POST', `/v1/endpoints/${id(endpointId)}/rotate-secret`, {
+      ...(o.overlap !== undefined ? { body: { overlap_seconds: o.overlap } } : {}),
+      idempotencyKey: keyOf(o),
+    });
+    print(res, (e) =>
+      e.previous_secret_expires_at === null
+        ? `${show.secretShownOnce(e)}\nThe old secret is discarded: every request from now on, retries included, is signed with the new one.`
+        : `${show.secretShownOnce(e)}\nUntil ${e.previous_secret_expires_at}, every request carries two signatures, the new one first, so the receiver may verify with either secret; then the old one is erased. End the overlap sooner with: herald endpoints end-overlap ${e.id}`,
+    );
+  });
+
+  mutating(
+    endpoints
+      .command('end-overlap')
+      .description('end a rotation\'s overlap now: the old secret is erased and only the current one signs')
       .argument('<id>', 'endpoint id'),
   ).action(async (endpointId: string, o: { idempotencyKey?: string }) => {
-    const res = await ctx.api().call<Endpoint & { secret: string }>('POST', `/v1/endpoints/${id(endpointId)}/rotate-secret`, { idempotencyKey: keyOf(o) });
-    print(res, (e) => `${show.secretShownOnce(e)}\nThe old secret is discarded: every request from now on, retries included, is signed with the new one.`);
+    const res = await ctx.api().call<Endpoint>('DELETE', `/v1/endpoints/${id(endpointId)}/previous-secret`, { idempotencyKey: keyOf(o) });
+    print(res, (e) => `Only the current secret (${e.secret_hint}) signs endpoint ${e.id} now; the old one is erased.`);
   });
 
   mutating(

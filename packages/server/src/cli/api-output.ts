@@ -35,10 +35,12 @@ export interface Endpoint {
   secret_hint: string;
   headers: Array<{ name: string; secret: boolean; value: string | null; value_hint: string | null }>;
   metadata: Record<string, string>;
+  signature_scheme: 'herald' | 'standard-webhooks';
+  previous_secret_expires_at: string | null;
   created_at: string;
   updated_at: string;
   last_attempt: Attempt | null;
-  /** Only in the answer to create and rotate-secret. */
+  /** Only in the answer to create, rotate-secret and an update that changed the signature scheme. */
   secret?: string;
 }
 
@@ -173,10 +175,19 @@ export function endpointDetail(e: Endpoint): string {
     ['secret', `${e.secret_hint} (masked)`],
     ['headers', e.headers.length === 0 ? '(none)' : e.headers.map((h) => `${h.name}: ${h.secret ? `${h.value_hint} (secret)` : h.value}`).join('; ')],
     ['metadata', Object.keys(e.metadata).length === 0 ? '(none)' : Object.entries(e.metadata).map(([k, v]) => `${k}=${v}`).join('; ')],
+    ['signature scheme', e.signature_scheme === 'standard-webhooks' ? 'standard-webhooks (webhook-id, webhook-timestamp, webhook-signature)' : 'herald (X-Service-Signature)'],
+    ['old secret', overlapText(e)],
     ['created', e.created_at],
     ['updated', e.updated_at],
     ['last attempt', e.last_attempt ? `${e.last_attempt.started_at}  ${attemptSummary(e.last_attempt)}` : '(none)'],
   ]);
+}
+
+/** A rotation's overlap as it stands. */
+export function overlapText(e: Endpoint): string {
+  return e.previous_secret_expires_at === null
+    ? '(none: only the current secret signs)'
+    : `still signs next to the new one until ${e.previous_secret_expires_at} (end it now: herald endpoints end-overlap ${e.id})`;
 }
 
 /** The one time a signing secret is shown, worded as `herald keys create` words an API key. */

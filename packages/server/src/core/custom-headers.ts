@@ -1,4 +1,4 @@
-import { HEADER } from '@herald/verify';
+import { HEADER, STANDARD_HEADER } from '@herald/verify';
 import { invalidField } from '../errors.ts';
 import { decryptSecret, encryptSecret } from './secrets.ts';
 
@@ -24,13 +24,15 @@ export const MAX_VALUE_LENGTH = 4_096;
 export const MAX_TOTAL_LENGTH = 8_192;
 
 /**
- * Names refused whatever their case: Herald's own headers, those the HTTP
+ * Names refused whatever their case: Herald's own headers, in either
+ * signature scheme (an endpoint can change scheme), those the HTTP
  * client computes (Host, Content-Length), and those about the connection or
  * the message's framing, which a static value would break or smuggle past.
  */
 export const RESERVED_NAMES: ReadonlySet<string> = new Set(
   [
     ...Object.values(HEADER),
+    ...Object.values(STANDARD_HEADER),
     'Host',
     'Content-Length',
     'Content-Encoding',

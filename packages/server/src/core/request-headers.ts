@@ -1,6 +1,7 @@
-import { CONTENT_TYPE, HEADER, USER_AGENT } from '@herald/verify';
-import { signSync } from '@herald/verify/node';
+import { CONTENT_TYPE, HEADER, STANDARD_HEADER, STANDARD_SIGNATURE_PREFIX, USER_AGENT } from '@herald/verify';
+import { signStandardSync, signSync } from '@herald/verify/node';
 import { unixSeconds } from './clock.ts';
+import type { SignatureScheme } from './secrets.ts';
 
 /**
  * The headers of one attempt, exactly as receivers are told to expect them. Every one but
@@ -12,6 +13,7 @@ import { unixSeconds } from './clock.ts';
  * attempts sent from then on (docs/delivery.md, "The attempt log").
  */
 export function attemptHeaders(p: { eventType: string; eventId: string; attemptId: string; timestamp: number; signature: string }): Record<string, string> {
+  if (p.signature.startsWith(STANDARD_SIGNATURE_PREFIX)) return standardAttemptHeaders(p);
   return {
     [HEADER.contentType]: CONTENT_TYPE,
     [HEADER.userAgent]: USER_AGENT,
@@ -24,10 +26,31 @@ export function attemptHeaders(p: { eventType: string; eventId: string; attemptI
 }
 
 /**
- * The headers of one attempt, signed at send time with the endpoint's
- * current secret through the one signer in @herald/verify. The endpoint's
- * custom headers (`custom`, checked when saved: none can take a name Herald
- * sets) come first, and Herald's own are set over them all the same.
+ * The Standard Webhooks form of the same attempt. `webhook-id` is the
+ * message's id, the same on every attempt of it, as that specification asks
+ * (receivers skip duplicates by it): the event id, which also stays the same
+ * across redeliveries and recoveries. Which form an attempt in the log had
+ * shows in its stored signature: `v1,…` here, `v1=…` in Herald's.
+ */
+function standardAttemptHeaders(p: { eventId: string; timestamp: number; signature: string }): Record<string, string> {
+  return {
+    [HEADER.contentType]: CONTENT_TYPE,
+    [HEADER.userAgent]: USER_AGENT,
+    [STANDARD_HEADER.id]: p.eventId,
+    [STANDARD_HEADER.timestamp]: String(p.timestamp),
+    [STANDARD_HEADER.signature]: p.signature,
+  };
+}
+
+/**
+ * The headers of one attempt, signed at send time through the one signer in
+ * @herald/verify, in the endpoint's scheme, with the endpoint's current
+ * secret and, during a rotation's overlap, its previous one too: the
+ * signatures space-separated, the new one first. Without a previous secret
+ * a Herald-scheme request is exactly what it always was.
+ * The endpoint's custom headers (`custom`, checked when saved: none can take
+ * a name Herald sets, in either scheme) come first, and Herald's own are set
+ * over them all the same.
  */
 export function buildRequestHeaders(p: {
   eventType: string;
@@ -36,17 +59,23 @@ export function buildRequestHeaders(p: {
   timestamp: number;
   body: Buffer;
   secret: string;
+  previousSecret?: string | undefined;
+  scheme?: SignatureScheme;
   custom?: ReadonlyArray<readonly [string, string]>;
 }): Record<string, string> {
-  const signature = signSync({ body: p.body, secret: p.secret, timestamp: p.timestamp });
+  const sign =
+    p.scheme === 'standard-webhooks'
+      ? (secret: string) => signStandardSync({ id: p.eventId, timestamp: p.timestamp, body: p.body, secret })
+      : (secret: string) => signSync({ body: p.body, secret, timestamp: p.timestamp });
+  const signature = p.previousSecret === undefined ? sign(p.secret) : `${sign(p.secret)} ${sign(p.previousSecret)}`;
   const own = attemptHeaders({ eventType: p.eventType, eventId: p.eventId, attemptId: p.attemptId, timestamp: p.timestamp, signature });
   if (!p.custom || p.custom.length === 0) return own;
   return { ...Object.fromEntries(p.custom), ...own };
 }
 
-/** The signature header of headers built above. */
+/** The signature header of headers built above, whichever the scheme. */
 export function signatureOf(headers: Record<string, string>): string {
-  return headers[HEADER.signature]!;
+  return headers[HEADER.signature] ?? headers[STANDARD_HEADER.signature]!;
 }
 
 /**

@@ -8,6 +8,29 @@ export function generateSigningSecret(): string {
   return `whsec_${randomBytes(32).toString('base64url')}`;
 }
 
+/**
+ * How an endpoint's requests are signed: Herald's own headers
+ * (X-Service-Signature, keyed by the secret's text), or the Standard Webhooks
+ * specification's (webhook-signature, keyed by the bytes the secret's
+ * base64 part encodes).
+ */
+export const SIGNATURE_SCHEMES = ['herald', 'standard-webhooks'] as const;
+export type SignatureScheme = (typeof SIGNATURE_SCHEMES)[number];
+
+/**
+ * Standard Webhooks secrets: `whsec_` + standard base64 (with `+`, `/` and
+ * padding) of 32 random bytes, the form that specification's libraries
+ * decode into the HMAC key.
+ */
+export function generateStandardWebhooksSecret(): string {
+  return `whsec_${randomBytes(32).toString('base64')}`;
+}
+
+/** A new secret of the form the scheme keys its HMAC with. */
+export function generateSecretFor(scheme: SignatureScheme): string {
+  return scheme === 'standard-webhooks' ? generateStandardWebhooksSecret() : generateSigningSecret();
+}
+
 /** The masked form shown after the one reveal: prefix and the first four characters. */
 export function maskSecret(secret: string): string {
   return `${secret.slice(0, 10)}…`;

@@ -28,10 +28,38 @@ export function createAttempter(p: {
   random: () => number;
   /** Where each request in flight leaves a way to cut it short, for a shutdown. */
   cancels: Set<() => void>;
+  /** Erases a previous secret whose overlap has ended (`DispatcherParts.erasePreviousSecret`). */
+  erasePreviousSecret?: (endpointId: string, until: Date, now: Date) => Promise<unknown>;
 }) {
   const { config, clock, log } = p;
-  const secretOf = secretOpener(p.encryptionKey);
+  const openSecret = secretOpener(p.encryptionKey);
   const customHeadersOf = headersOpener(p.encryptionKey);
+  const openPreviousSecret = secretOpener(p.encryptionKey);
+  // Expired previous secrets already being erased, so a claim of many
+  // deliveries to the endpoint erases it once.
+  const erasing = new Set<string>();
+
+  /**
+   * The previous secret while its overlap runs. The first attempt that finds
+   * it expired erases it (the maintainer sweeps those no attempt comes for).
+   */
+  function previousSecretOf(d: ClaimedDelivery, now: Date): string | undefined {
+    const until = d.previous_secret_until;
+    if (d.previous_secret_encrypted === null || until === null) return undefined;
+    if (until.getTime() > now.getTime()) return openPreviousSecret(d.endpoint_id, d.previous_secret_encrypted);
+    const key = `${d.endpoint_id} ${until.getTime()}`;
+    if (p.erasePreviousSecret && !erasing.has(key)) {
+      erasing.add(key);
+      p.erasePreviousSecret(d.endpoint_id, until, now).then(
+        () => erasing.delete(key),
+        (err: unknown) => {
+          erasing.delete(key);
+          log?.warn({ err, endpoint: d.endpoint_id }, 'an expired previous signing secret could not be erased; the maintainer will');
+        },
+      );
+    }
+    return undefined;
+  }
 
   return async function attempt(d: ClaimedDelivery, leaseSafeUntil: number, stopping: boolean): Promise<DeliveryResult> {
     if (!d.enabled) return unsent(d, 'skipped', 'endpoint disabled');
@@ -45,7 +73,17 @@ export function createAttempter(p: {
     const id = uuidV7(startedAt.getTime());
     let headers: Record<string, string>;
     try {
-      headers = buildRequestHeaders({ eventType: d.type, eventId: d.event_id, attemptId: id, timestamp: unixSeconds(startedAt), body: d.body, secret: secretOf(d), custom: customHeadersOf(d) });
+      headers = buildRequestHeaders({
+        eventType: d.type,
+        eventId: d.event_id,
+        attemptId: id,
+        timestamp: unixSeconds(startedAt),
+        body: d.body,
+        scheme: d.signature_scheme,
+        secret: openSecret(d.endpoint_id, d.secret_encrypted),
+        previousSecret: previousSecretOf(d, startedAt),
+        custom: customHeadersOf(d),
+      });
     } catch (err) {
       // Nothing was sent, and trying again would fail the same way (a signing
       // secret that does not decrypt, say): the delivery fails now, saying

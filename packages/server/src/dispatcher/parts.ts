@@ -5,6 +5,7 @@ import type { Send } from '../outbound/send.ts';
 import type { Db } from '../storage/db.ts';
 import { claimDeliveries, giveBackClaim, nextDueIn, type ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
 import { DELIVERIES_CHANNEL } from '../storage/queries/deliveries.ts';
+import { eraseExpiredPreviousSecret } from '../storage/queries/endpoints.ts';
 import { recordResults, type DeliveryResult } from '../storage/queries/record-results.ts';
 import { observeResults, type AttemptLogger } from './observe.ts';
 import type { Logger, WriteResults } from './record.ts';
@@ -28,6 +29,8 @@ export interface DispatcherParts {
   listen?(wake: () => void): Promise<() => Promise<void>>;
   /** Random source for the retries' jitter; tests pass a fixed one. */
   random?: () => number;
+  /** Erases an endpoint's previous secret whose overlap ended by `now` (`eraseExpiredPreviousSecret`). */
+  erasePreviousSecret?(endpointId: string, until: Date, now: Date): Promise<unknown>;
 }
 
 /**
@@ -39,7 +42,7 @@ export function databaseParts(
   db: Db,
   config: DispatcherConfig,
   observe?: { metrics?: Metrics; log?: AttemptLogger },
-): Pick<DispatcherParts, 'claim' | 'giveBack' | 'nextDueIn' | 'record' | 'listen'> {
+): Pick<DispatcherParts, 'claim' | 'giveBack' | 'nextDueIn' | 'record' | 'listen' | 'erasePreviousSecret'> {
   const record: DispatcherParts['record'] = (results, now) =>
     recordResults(db, { results, now, disableAfter: config.disableAfter, endpointCap: config.endpointConcurrency });
   return {
@@ -48,5 +51,6 @@ export function databaseParts(
     nextDueIn: (now) => nextDueIn(db, now),
     record: observe ? observeResults(record, observe) : record,
     listen: (wake) => db.listen(DELIVERIES_CHANNEL, wake),
+    erasePreviousSecret: (endpointId, until, now) => eraseExpiredPreviousSecret(db, endpointId, until, now),
   };
 }

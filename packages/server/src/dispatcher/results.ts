@@ -83,16 +83,16 @@ const SECRETS_CACHED = 10_000;
 /**
  * Opens endpoints' signing secrets, keeping each with the ciphertext it came
  * from: a rotation stores a new ciphertext, so the new secret signs the very
- * next attempt.
+ * next attempt. One opener per column (the current secret, the previous one).
  */
-export function secretOpener(encryptionKey: Buffer): (d: ClaimedDelivery) => string {
+export function secretOpener(encryptionKey: Buffer): (endpointId: string, encrypted: Buffer) => string {
   const secrets = new Map<string, { encrypted: Buffer; secret: string }>();
-  return (d) => {
-    const hit = secrets.get(d.endpoint_id);
-    if (hit?.encrypted.equals(d.secret_encrypted)) return hit.secret;
-    const secret = decryptSecret(encryptionKey, d.secret_encrypted, d.endpoint_id);
+  return (endpointId, encrypted) => {
+    const hit = secrets.get(endpointId);
+    if (hit?.encrypted.equals(encrypted)) return hit.secret;
+    const secret = decryptSecret(encryptionKey, encrypted, endpointId);
     if (secrets.size >= SECRETS_CACHED) secrets.clear();
-    secrets.set(d.endpoint_id, { encrypted: d.secret_encrypted, secret });
+    secrets.set(endpointId, { encrypted, secret });
     return secret;
   };
 }

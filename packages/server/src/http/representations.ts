@@ -46,6 +46,8 @@ export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: 
     secret_hint: e.secret_hint,
     headers: (e.headers ?? []).map(headerView),
     metadata: e.metadata,
+    signature_scheme: e.signature_scheme,
+    previous_secret_expires_at: e.previous_secret_until && e.previous_secret_until.getTime() > ctx.now.getTime() ? e.previous_secret_until.toISOString() : null,
     created_at: e.created_at.toISOString(),
     updated_at: e.updated_at.toISOString(),
     last_attempt: lastAttempt ? attemptJson(lastAttempt) : null,

@@ -151,6 +151,17 @@ const endpointProperties = {
     description: 'The owner\u2019s own labels: string keys to string values, as set.',
     examples: [{ team: 'billing' }],
   },
+  signature_scheme: {
+    type: 'string',
+    enum: ['herald', 'standard-webhooks'],
+    description:
+      'How requests are signed: herald (X-Service-Timestamp and X-Service-Signature) or standard-webhooks (webhook-id, webhook-timestamp and webhook-signature, as the Standard Webhooks specification defines them).',
+  },
+  previous_secret_expires_at: {
+    ...nullable(time),
+    description:
+      'While a rotation\u2019s overlap runs: the time until which the replaced secret still signs every request, next to the new one. Null when no overlap runs. The secret itself never appears.',
+  },
   created_at: time,
   updated_at: time,
   last_attempt: { ...nullable(ref('Attempt')), description: 'The newest attempt in the log, or null.' },
@@ -163,7 +174,21 @@ const endpointWithSecret = {
   type: 'object',
   description: 'An endpoint and its signing secret, shown this once. Store it in a secret vault.',
   required: [...endpointRequired, 'secret'],
-  properties: { ...endpointProperties, secret: { type: 'string', description: 'whsec_…: the HMAC key, used as its UTF-8 bytes.' } },
+  properties: {
+    ...endpointProperties,
+    secret: {
+      type: 'string',
+      description:
+        'whsec_…: for the herald scheme the HMAC key is its UTF-8 bytes; for standard-webhooks, the bytes its base64 part after whsec_ encodes.',
+    },
+  },
+} as const;
+const endpointUpdated = {
+  $id: 'EndpointUpdated',
+  type: 'object',
+  description: 'The endpoint as updated. When the update changed the signature scheme, it carries the new signing secret, shown this once.',
+  required: endpointRequired,
+  properties: { ...endpointProperties, secret: { type: 'string', description: 'Only when the signature scheme changed: the new secret, of that scheme\u2019s form.' } },
 } as const;
 
 const deliveryProperties = {
@@ -368,6 +393,7 @@ export const SHARED_SCHEMAS = [
   attemptDetail,
   endpoint,
   endpointWithSecret,
+  endpointUpdated,
   delivery,
   event,
   eventDetail,

@@ -3,6 +3,7 @@ import { databaseTime, type Clock } from '../core/clock.ts';
 import type { Db, SessionLock } from '../storage/db.ts';
 import { analyzeStaleTables, vacuumChurningTables, vacuumEmbedded } from '../storage/maintenance.ts';
 import { assertSchemaKnown, SchemaTooNewError } from '../storage/migrate.ts';
+import { sweepExpiredPreviousSecrets } from '../storage/queries/endpoints.ts';
 import { IDEMPOTENCY_KEY_TTL_MS } from '../storage/queries/idempotency-keys.ts';
 import { ATTEMPTS_KEPT, pruneAttempts } from '../storage/queries/record-results.ts';
 import {
@@ -21,8 +22,8 @@ import {
  * should be, in one loop. Every process runs one; one at a time leads (on
  * PostgreSQL, the holder of a session-level advisory lock on a connection of
  * its own; on the embedded engine, the one process) and does the work:
- * retention, attempt-log pruning, sweeping of expired idempotency keys and
- * ended sessions, VACUUM and ANALYZE. Every process, leader or not, checks
+ * retention, attempt-log pruning, sweeping of expired idempotency keys,
+ * ended sessions and previous signing secrets whose overlap ended, VACUUM and ANALYZE. Every process, leader or not, checks
  * that no newer Herald has migrated the database (`onSchemaTooNew`).
  */
 
@@ -122,6 +123,8 @@ export interface MaintenanceReport {
   prunedAttempts?: number;
   sweptIdempotencyKeys?: number;
   sweptSessions?: number;
+  /** Previous signing secrets erased because their rotation's overlap had ended. */
+  sweptPreviousSecrets?: number;
   /** Tables vacuumed or analysed. */
   maintained?: string[];
   /** Batches of replays run. */
@@ -381,6 +384,9 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, repla
 
   const sweepKeys = () => sweep((limit) => sweepIdempotencyKeys(db, { ttlMs: IDEMPOTENCY_KEY_TTL_MS, now: databaseTime(clock), limit }));
   const sweepEndedSessions = () => sweep((limit) => sweepSessions(db, { idleMs: config.sessionIdleMs, now: databaseTime(clock), limit }));
+  // An attempt erases an expired previous secret when it finds one; this
+  // erases those of endpoints no attempt went to since.
+  const sweepPreviousSecrets = () => sweep((limit) => sweepExpiredPreviousSecrets(db, { now: databaseTime(clock), limit }));
 
   // The jobs
 
@@ -402,6 +408,7 @@ export function createMaintainer({ db, clock, config, log, onSchemaTooNew, repla
       run: async () => {
         report.sweptIdempotencyKeys = await sweepKeys();
         report.sweptSessions = await sweepEndedSessions();
+        report.sweptPreviousSecrets = await sweepPreviousSecrets();
       },
       next: 0,
     },

@@ -4,7 +4,7 @@ import { HeraldError, invalidField } from '../errors.ts';
 import { checkHeaders } from '../core/custom-headers.ts';
 import { parseEndpointUrl } from '../core/endpoint-url.ts';
 import { checkMetadata } from '../core/metadata.ts';
-import { encryptSecret, generateSigningSecret, maskSecret } from '../core/secrets.ts';
+import { encryptSecret, generateSecretFor, maskSecret, SIGNATURE_SCHEMES, type SignatureScheme } from '../core/secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 import { lockAccount } from '../storage/queries/accounts.ts';
 import { getEventTypes } from '../storage/queries/event-types.ts';
@@ -18,6 +18,31 @@ export interface EndpointInput {
   rate_limit?: unknown;
   headers?: unknown;
   metadata?: unknown;
+  signature_scheme?: unknown;
+}
+
+/** The longest a replaced secret may stay valid after a rotation: 7 days. */
+export const OVERLAP_MAX_SECONDS = 604_800;
+
+/** A rotation's overlap in seconds: a whole number from 0 (none, the default) to 7 days. */
+export function checkOverlap(value: unknown): number {
+  if (value === undefined || value === null) return 0;
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0 || value > OVERLAP_MAX_SECONDS) {
+    throw invalidField(
+      'overlap_seconds',
+      `must be a whole number of seconds from 0 (the old secret stops at once) to ${OVERLAP_MAX_SECONDS} (7 days), e.g. 86400 for a day`,
+    );
+  }
+  return value;
+}
+
+/** An endpoint's signature scheme; undefined (left out) stays undefined. */
+export function checkScheme(value: unknown): SignatureScheme | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'string' || !(SIGNATURE_SCHEMES as readonly string[]).includes(value)) {
+    throw invalidField('signature_scheme', `must be one of ${SIGNATURE_SCHEMES.map((s) => `"${s}"`).join(', ')}`);
+  }
+  return value as SignatureScheme;
 }
 
 /** The bounds of an endpoint's rate limit, in requests per second. */
@@ -72,11 +97,12 @@ export async function createEndpoint(
   const url = parseEndpointUrl(input.url, deps.addresses);
   const description = checkDescription(input.description) ?? '';
   const rateLimit = checkRateLimit(input.rate_limit) ?? null;
+  const scheme = checkScheme(input.signature_scheme) ?? 'herald';
   const eventTypes = await checkEventTypes(deps.db, input.event_types);
   const id = randomUUID();
   const headers = checkHeaders(input.headers, { encryptionKey: deps.encryptionKey, endpointId: id, previous: [] });
   const metadata = checkMetadata(input.metadata);
-  const secret = generateSigningSecret();
+  const secret = generateSecretFor(scheme);
   const limit = (deps.limits ?? DEFAULT_LIMITS).endpointsPerAccount;
   const endpoint = await deps.db.transaction(async (tx) => {
     // Counted under the account's lock: two creates at once cannot both take the last place.
@@ -96,6 +122,7 @@ export async function createEndpoint(
       description,
       eventTypes,
       rateLimit,
+      signatureScheme: scheme,
       secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
       secretHint: maskSecret(secret),
       headers,
@@ -105,7 +132,18 @@ export async function createEndpoint(
   return { endpoint, secret };
 }
 
-export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: string, input: EndpointInput): Promise<q.EndpointRow> {
+/**
+ * Changes what the input names. A change of signature scheme comes with a
+ * new secret of the scheme's form (the old one cannot key the other scheme),
+ * returned this once as `secret`, and ends any rotation's overlap; naming
+ * the scheme the endpoint already has changes nothing.
+ */
+export async function updateEndpoint(
+  deps: ServiceDeps,
+  accountId: string,
+  id: string,
+  input: EndpointInput,
+): Promise<{ endpoint: q.EndpointRow; secret?: string }> {
   const patch = {
     url: input.url === undefined ? undefined : parseEndpointUrl(input.url, deps.addresses),
     description: checkDescription(input.description),
@@ -113,18 +151,26 @@ export async function updateEndpoint(deps: ServiceDeps, accountId: string, id: s
     eventTypes: input.event_types === undefined ? undefined : await checkEventTypes(deps.db, input.event_types),
     metadata: checkMetadata(input.metadata),
   };
-  if (input.headers === undefined) {
-    const row = await q.updateEndpoint(deps.db, accountId, id, patch);
-    if (!row) throw endpointNotFound(id);
-    return row;
-  }
-  // A secret header given without its value keeps the stored one: read under
-  // the row's lock, so a concurrent update cannot slip between.
+  const scheme = checkScheme(input.signature_scheme);
+  // Under the row's lock: a secret header given without its value keeps the
+  // stored one, and a change of scheme is judged against the scheme it has,
+  // so a concurrent update cannot slip between.
   return deps.db.transaction(async (tx) => {
     const current = await q.lockEndpoint(tx, accountId, id);
     if (!current) throw endpointNotFound(id);
-    const headers = checkHeaders(input.headers, { encryptionKey: deps.encryptionKey, endpointId: id, previous: current.headers ?? [] });
-    return (await q.updateEndpoint(tx, accountId, id, { ...patch, headers }))!;
+    const headers =
+      input.headers === undefined ? undefined : checkHeaders(input.headers, { encryptionKey: deps.encryptionKey, endpointId: id, previous: current.headers ?? [] });
+    const secret = scheme !== undefined && scheme !== current.signature_scheme ? generateSecretFor(scheme) : undefined;
+    const row = await q.updateEndpoint(tx, accountId, id, {
+      ...patch,
+      headers,
+      scheme:
+        secret === undefined
+          ? undefined
+          : { name: scheme!, secretEncrypted: encryptSecret(deps.encryptionKey, secret, id), secretHint: maskSecret(secret) },
+    });
+    if (!row) throw endpointNotFound(id);
+    return secret === undefined ? { endpoint: row } : { endpoint: row, secret };
   });
 }
 
@@ -144,15 +190,38 @@ export function endpointNotFound(id: string): HeraldError {
 }
 
 /**
- * Replaces the signing secret. The old one is discarded; the
- * next attempt, even a retry of an older event, is signed with the new one.
+ * Replaces the signing secret with a new one of the endpoint's scheme; the
+ * next attempt, even a retry of an older event, is signed with it. With no
+ * overlap (the default) the old secret is discarded at once. With
+ * `overlap_seconds`, the old one stays valid that long: every request
+ * carries both signatures, the new first, so a receiver can switch secrets
+ * at its own pace. Rotating again during an overlap keeps only the secret
+ * being replaced: the one before it is erased.
  */
-export async function rotateSecret(deps: ServiceDeps, accountId: string, id: string): Promise<{ endpoint: q.EndpointRow; secret: string }> {
-  const secret = generateSigningSecret();
-  const endpoint = await q.replaceSecret(deps.db, accountId, id, {
-    secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
-    secretHint: maskSecret(secret),
+export async function rotateSecret(
+  deps: ServiceDeps,
+  accountId: string,
+  id: string,
+  input: { overlap_seconds?: unknown } = {},
+): Promise<{ endpoint: q.EndpointRow; secret: string }> {
+  const overlapSeconds = checkOverlap(input.overlap_seconds);
+  return deps.db.transaction(async (tx) => {
+    const current = await q.lockEndpoint(tx, accountId, id);
+    if (!current) throw endpointNotFound(id);
+    const secret = generateSecretFor(current.signature_scheme);
+    const endpoint = await q.replaceSecret(tx, accountId, id, {
+      secretEncrypted: encryptSecret(deps.encryptionKey, secret, id),
+      secretHint: maskSecret(secret),
+      previousUntil: overlapSeconds === 0 ? null : new Date(deps.clock().getTime() + overlapSeconds * 1000),
+    });
+    if (!endpoint) throw endpointNotFound(id);
+    return { endpoint, secret };
   });
+}
+
+/** Ends a rotation's overlap now: the previous secret is erased and only the current one signs. Nothing to end is no error. */
+export async function endSecretOverlap(deps: ServiceDeps, accountId: string, id: string): Promise<q.EndpointRow> {
+  const endpoint = await q.erasePreviousSecret(deps.db, accountId, id);
   if (!endpoint) throw endpointNotFound(id);
-  return { endpoint, secret };
+  return endpoint;
 }

@@ -70,6 +70,11 @@ export async function sendTestEvent(
   }
 
   const startedAt = deps.clock();
+  const previous = endpoint.previous_secret_encrypted;
+  const previousUntil = endpoint.previous_secret_until;
+  const overlapping = previous !== null && previousUntil !== null && previousUntil > startedAt;
+  // A test is a use too: an old secret found expired is erased, as an attempt would.
+  if (previous !== null && previousUntil !== null && !overlapping) await q.eraseExpiredPreviousSecret(deps.db, endpoint.id, previousUntil, startedAt);
   const eventId = deps.ids.next(startedAt.getTime());
   const attemptId = deps.ids.next(startedAt.getTime());
   const body = serialiseEnvelope({ id: eventId, type, created_at: startedAt.toISOString(), data });
@@ -79,8 +84,11 @@ export async function sendTestEvent(
     attemptId,
     timestamp: unixSeconds(startedAt),
     body,
+    scheme: endpoint.signature_scheme,
     secret: decryptSecret(deps.encryptionKey, endpoint.secret_encrypted, endpoint.id),
     custom: openHeaders(deps.encryptionKey, endpoint.id, endpoint.headers ?? []),
+    // Signed as deliveries are, with the previous secret too while its overlap runs.
+    previousSecret: overlapping ? decryptSecret(deps.encryptionKey, previous, endpoint.id) : undefined,
   });
   const sent = await outbound.send({ url: endpoint.url, headers, body });
   const outcome = classifyOutcome(sent.result);

@@ -2,10 +2,12 @@ import type { Endpoint } from '../../api/types.ts';
 import { Button } from '../../components/button.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
 import { days } from '../../lib/rate-limit.ts';
+import { formatExact } from '../../lib/time.ts';
 import { FailureStreak } from './failure-streak.tsx';
 
 /** The endpoint's settings at a glance: events, secret hint, failure streak, rate limit, custom headers, metadata, how long history is kept, dates. */
 export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: Endpoint; onRotate(): void; onRecover(): void }) {
+  const overlapUntil = e.previous_secret_expires_at;
   return (
     <section class="card" aria-labelledby="facts-heading">
       <h2 id="facts-heading" class="card-title">
@@ -30,6 +32,26 @@ export function EndpointFacts({ endpoint: e, onRotate, onRecover }: { endpoint: 
           <Button small variant="ghost" onClick={onRotate} data-changes>
             Rotate…
           </Button>
+          {overlapUntil && (
+            <span class="hint" data-testid="overlap-fact">
+              The previous secret also signs every request until {formatExact(overlapUntil)}.{' '}
+              <Button small variant="ghost" onClick={onRotate}>
+                End it…
+              </Button>
+            </span>
+          )}
+        </dd>
+        <dt>Signature scheme</dt>
+        <dd data-testid="scheme-fact">
+          {e.signature_scheme === 'standard-webhooks' ? (
+            <>
+              Standard Webhooks <span class="hint">(webhook-id, webhook-timestamp, webhook-signature)</span>
+            </>
+          ) : (
+            <>
+              Herald <span class="hint">(X-Service-Timestamp, X-Service-Signature)</span>
+            </>
+          )}
         </dd>
         <dt>Consecutive failures</dt>
         <dd>

@@ -1,7 +1,7 @@
 import { useRef, useState } from 'preact/hooks';
 import type { ApiError } from '../../api/client.ts';
 import { listEventTypes } from '../../api/herald.ts';
-import type { Endpoint, EndpointInput } from '../../api/types.ts';
+import type { Endpoint, EndpointInput, SignatureScheme } from '../../api/types.ts';
 import { ErrorAlert } from '../../components/alert.tsx';
 import { Button } from '../../components/button.tsx';
 import { describedBy, Field } from '../../components/field.tsx';
@@ -46,6 +46,7 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
   const [rateLimit, setRateLimit] = useState(initial.rate_limit == null ? '' : String(initial.rate_limit));
   const [headers, setHeaders] = useState<HeaderRow[]>(() => headerRows(initial.initial_headers));
   const [metadata, setMetadata] = useState<MetadataRow[]>(() => metadataRows(initial.initial_metadata));
+  const [scheme, setScheme] = useState<SignatureScheme>(initial.signature_scheme ?? 'herald');
   const [errors, setErrors] = useState<Errors>({});
   const [formError, setFormError] = useState<ApiError>();
   const [busy, setBusy] = useState(false);
@@ -89,6 +90,7 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
         rate_limit: 'value' in rate ? rate.value : null,
         headers: custom.headers,
         metadata: metadataInput(metadata),
+        signature_scheme: scheme,
       });
     } catch (err) {
       const apiError = asApiError(err);
@@ -195,6 +197,35 @@ export function EndpointForm({ initial, submitLabel, cancelHref, onSubmit }: Pro
           </span>
         </span>
       </Field>
+      <fieldset class="field fieldset" data-testid="scheme-picker">
+        <legend class="label">Signature scheme</legend>
+        <label class="choice">
+          <input type="radio" name="signature-scheme" checked={scheme === 'herald'} onChange={() => setScheme('herald')} data-testid="scheme-herald" />
+          <span>
+            <strong>Herald</strong> <span class="hint">X-Service-Timestamp and X-Service-Signature; verify with @herald/verify.</span>
+          </span>
+        </label>
+        <label class="choice">
+          <input
+            type="radio"
+            name="signature-scheme"
+            checked={scheme === 'standard-webhooks'}
+            onChange={() => setScheme('standard-webhooks')}
+            data-testid="scheme-standard-webhooks"
+          />
+          <span>
+            <strong>Standard Webhooks</strong>{' '}
+            <span class="hint">webhook-id, webhook-timestamp and webhook-signature, for receivers that use a Standard Webhooks library.</span>
+          </span>
+        </label>
+        {/* Only when editing (a new endpoint's initial values name no scheme): a change replaces the secret. */}
+        {initial.signature_scheme !== undefined && scheme !== initial.signature_scheme && (
+          <p class="hint" role="status" data-testid="scheme-change-note">
+            Changing the scheme replaces the signing secret: the new secret is shown once after you save, and the current one stops working at
+            once. Update your receiver right after.
+          </p>
+        )}
+      </fieldset>
       <HeadersEditor rows={headers} onChange={setHeaders} error={errors.headers} />
       <MetadataEditor rows={metadata} onChange={setMetadata} error={errors.metadata} />
       <div class="form-actions">

@@ -57,6 +57,12 @@ const endpointFields = {
     description: `Your own labels: up to ${MAX_METADATA_KEYS} string keys (1 to ${MAX_METADATA_KEY_LENGTH} characters, no square brackets) to string values (up to ${MAX_METADATA_VALUE_LENGTH} characters). The object given replaces the whole object; {} removes it all. Filter the list with metadata[key]=value.`,
     examples: [{ team: 'billing', region: 'eu' }],
   },
+  signature_scheme: {
+    type: 'string',
+    enum: ['herald', 'standard-webhooks'],
+    description:
+      'How requests are signed: herald (the default; X-Service-* headers) or standard-webhooks (webhook-id, webhook-timestamp, webhook-signature). On an update, a different scheme replaces the signing secret with a new one of that scheme\u2019s form, returned once in the response as secret, and ends any rotation overlap.',
+  },
 } as const;
 
 type EndpointBody = {
@@ -66,6 +72,7 @@ type EndpointBody = {
   rate_limit?: number | null;
   headers?: Array<{ name: string; value?: string; secret?: boolean }>;
   metadata?: Record<string, string>;
+  signature_scheme?: string;
 };
 
 /** `metadata[key]=value` in the list's query string. */
@@ -97,7 +104,17 @@ function listFilter(query: Record<string, unknown>): EndpointFilter {
  */
 async function rateLimitFirst(req: { body: unknown }): Promise<void> {
   const body = req.body;
-  if (body && typeof body === 'object' && !Array.isArray(body)) endpoints.checkRateLimit((body as { rate_limit?: unknown }).rate_limit);
+  if (body && typeof body === 'object' && !Array.isArray(body)) {
+    endpoints.checkRateLimit((body as { rate_limit?: unknown }).rate_limit);
+    endpoints.checkScheme((body as { signature_scheme?: unknown }).signature_scheme);
+  }
+}
+
+/** The same for a rotation's overlap_seconds; no body at all is a rotation without overlap. */
+async function overlapFirst(req: { body: unknown }): Promise<void> {
+  await bodyOptional(req);
+  const body = req.body;
+  if (body && typeof body === 'object' && !Array.isArray(body)) endpoints.checkOverlap((body as { overlap_seconds?: unknown }).overlap_seconds);
 }
 
 const tags = ['Endpoints'];
@@ -170,13 +187,20 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         operationId: 'updateEndpoint',
         summary: 'Update an endpoint',
         description:
-          'Changes the address (validated again), the subscribed event types, the description, the rate limit (null removes it), the custom headers or the metadata (each replaced whole). Fields left out stay as they are.',
+          'Changes the address (validated again), the subscribed event types, the description, the rate limit (null removes it), the custom headers or the metadata (each replaced whole), or the signature scheme. Fields left out stay as they are. A change of signature scheme replaces the signing secret with a new one of that scheme\u2019s form, which this response carries, this once, as secret; the receiver needs it before it can verify the next request.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: endpointFields },
-        response: { 200: ok('Endpoint', 'The endpoint as updated.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
+        response: {
+          200: ok('EndpointUpdated', 'The endpoint as updated, with its new signing secret when the signature scheme changed.'),
+          ...problems(400, 401, 404, 409, 413, 415, 422, 429),
+        },
       },
     },
-    async (req) => one(await endpoints.updateEndpoint(deps, req.accountId, req.params.id, req.body)),
+    async (req, reply) => {
+      const { endpoint, secret } = await endpoints.updateEndpoint(deps, req.accountId, req.params.id, req.body);
+      if (secret === undefined) return one(endpoint);
+      return reply.header('cache-control', 'no-store').send({ ...(await one(endpoint)), secret });
+    },
   );
 
   app.delete<{ Params: { id: string } }>(
@@ -197,23 +221,54 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
     },
   );
 
-  app.post<{ Params: { id: string } }>(
+  app.post<{ Params: { id: string }; Body: { overlap_seconds?: number } | undefined }>(
     '/v1/endpoints/:id/rotate-secret',
     {
+      preValidation: overlapFirst,
       schema: {
         tags,
         operationId: 'rotateEndpointSecret',
         summary: 'Generate a new signing secret',
         description:
-          'Replaces the signing secret. The new one signs the very next attempt, retries of older events included, and the old one is discarded: have the receiver accept both secrets during the switch. The response carries the new secret, shown this once.',
+          'Replaces the signing secret with a new one of the endpoint\u2019s scheme, which signs the very next attempt, retries of older events included. The response carries the new secret, shown this once. With no body, or overlap_seconds 0, the old secret is discarded at once. With overlap_seconds, the old secret stays valid that long: every request carries two signatures, space-separated, the new one first (X-Service-Signature: v1=<new> v1=<old>; webhook-signature: v1,<new> v1,<old>), until the overlap ends or is ended with DELETE /v1/endpoints/{id}/previous-secret. A receiver that reads the signature header as one single value must rotate without overlap. Rotating again during an overlap keeps only the secret it replaces.',
         params: idParams,
+        body: {
+          type: 'object',
+          additionalProperties: false,
+          properties: {
+            overlap_seconds: {
+              type: 'integer',
+              minimum: 0,
+              maximum: endpoints.OVERLAP_MAX_SECONDS,
+              default: 0,
+              description: 'How long the old secret keeps signing next to the new one, in seconds: 0 (the default) to 604800 (7 days).',
+              examples: [86400],
+            },
+          },
+        },
         response: { 200: ok('EndpointWithSecret', 'The endpoint with its new signing secret, in this response only.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
     async (req, reply) => {
-      const { endpoint, secret } = await endpoints.rotateSecret(deps, req.accountId, req.params.id);
+      const { endpoint, secret } = await endpoints.rotateSecret(deps, req.accountId, req.params.id, req.body ?? {});
       return reply.header('cache-control', 'no-store').send({ ...(await one(endpoint)), secret });
     },
+  );
+
+  app.delete<{ Params: { id: string } }>(
+    '/v1/endpoints/:id/previous-secret',
+    {
+      schema: {
+        tags,
+        operationId: 'endSecretOverlap',
+        summary: 'End a rotation\u2019s overlap now',
+        description:
+          'Erases the secret a rotation with overlap_seconds kept valid: from the next attempt on, only the current secret signs. Ending an overlap that is not running changes nothing.',
+        params: idParams,
+        response: { 200: ok('Endpoint', 'The endpoint, signing with its current secret only.'), ...problems(400, 401, 404, 429) },
+      },
+    },
+    async (req) => one(await endpoints.endSecretOverlap(deps, req.accountId, req.params.id)),
   );
 
   app.post<{ Params: { id: string }; Body: { event_type?: string } | undefined }>(

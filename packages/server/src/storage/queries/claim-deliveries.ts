@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Queryable } from '../db.ts';
+import type { SignatureScheme } from '../../core/secrets.ts';
 import { eventKey } from './events.ts';
 
 export interface ClaimedDelivery {
@@ -17,6 +18,11 @@ export interface ClaimedDelivery {
   url: string;
   origin: string;
   secret_encrypted: Buffer;
+  /** How the endpoint signs: 'herald' or 'standard-webhooks'. */
+  signature_scheme: SignatureScheme;
+  /** During a rotation's overlap, the replaced secret, which signs too until previous_secret_until. */
+  previous_secret_encrypted: Buffer | null;
+  previous_secret_until: Date | null;
   /** false: the endpoint was disabled; the worker marks the delivery skipped instead of sending it. */
   enabled: boolean;
   /** The endpoint's custom headers as JSON text, secret values sealed; null: none. */
@@ -27,16 +33,23 @@ type ClaimRow = Omit<ClaimedDelivery, 'body'> & { body: string | null };
 
 /**
  * Claims due deliveries across all workers: the function herald_claim
- * (migration 013, where each step is explained) takes a lock that puts
- * claims in a line, reaps leases that ran out, then picks the oldest due
- * deliveries of every endpoint with room under its caps (per endpoint, per
- * origin, its rate limit and slow-down) and records them in `in_flight`.
+ * (migration 013, where each step is explained; replaced since, see
+ * docs/delivery.md) takes a lock that puts claims in a line, reaps leases
+ * that ran out, then picks the oldest due deliveries of every endpoint with
+ * room under its caps (per endpoint, per origin, its rate limit and
+ * slow-down) and records them in `in_flight`.
  *
  * `now` is null in production (the database's clock); tests pass theirs.
  *
  * Each event's body comes once per claim, on the first of its deliveries
  * (the others have NULL), and becomes one Buffer that all of them share: a
  * claim of 500 deliveries of one 1 MiB event holds 1 MiB, not 500.
+ *
+ * How each endpoint signs (its secret, scheme, and the previous secret of a
+ * rotation's overlap) and its custom headers come with each row, read by the
+ * function's last statement after it took the claims' lock: a rotation is
+ * seen whole or not at all, and an endpoint created while the claim waited
+ * for its turn is read like any other.
  */
 export async function claimDeliveries(
   db: Queryable,

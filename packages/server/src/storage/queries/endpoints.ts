@@ -1,4 +1,5 @@
 import type { StoredHeader } from '../../core/custom-headers.ts';
+import type { SignatureScheme } from '../../core/secrets.ts';
 import type { Db, Queryable } from '../db.ts';
 
 /** An endpoint's origin (scheme, host, port) as the scheduler groups endpoints that share connections. */
@@ -29,12 +30,18 @@ export interface EndpointRow {
   headers: StoredHeader[] | null;
   /** The owner's labels: string keys to string values. */
   metadata: Record<string, string>;
+  /** How requests are signed: Herald's X-Service-* headers, or Standard Webhooks. */
+  signature_scheme: SignatureScheme;
+  /** After a rotation with an overlap: the replaced secret, which signs too until previous_secret_until (both NULL otherwise). */
+  previous_secret_encrypted: Buffer | null;
+  previous_secret_until: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
 const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
-  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, headers, metadata, created_at, updated_at`;
+  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, headers, metadata,
+  signature_scheme, previous_secret_encrypted, previous_secret_until, created_at, updated_at`;
 
 export async function insertEndpoint(
   db: Queryable,
@@ -49,11 +56,12 @@ export async function insertEndpoint(
     secretHint: string;
     headers?: StoredHeader[];
     metadata?: Record<string, string>;
+    signatureScheme?: SignatureScheme;
   },
 ): Promise<EndpointRow> {
   const { rows } = await db.query<EndpointRow>(
-    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint, headers, metadata)
-     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7, $10::jsonb, $11::jsonb) RETURNING ${COLUMNS}`,
+    `INSERT INTO endpoints (id, account_id, url, origin, description, event_types, rate_limit, secret_encrypted, secret_hint, headers, metadata, signature_scheme)
+     VALUES ($1, $2, $3, $8, $4, $5, $9, $6, $7, $10::jsonb, $11::jsonb, $12) RETURNING ${COLUMNS}`,
     [
       e.id,
       e.accountId,
@@ -66,6 +74,7 @@ export async function insertEndpoint(
       e.rateLimit ?? null,
       headersJson(e.headers),
       JSON.stringify(e.metadata ?? {}),
+      e.signatureScheme ?? 'herald',
     ],
   );
   return rows[0]!;
@@ -125,7 +134,11 @@ export async function updateEndpoint(
   db: Queryable,
   accountId: string,
   id: string,
-  /** Fields left undefined stay as they are; `rateLimit: null` removes the limit. */
+  /**
+   * Fields left undefined stay as they are; `rateLimit: null` removes the
+   * limit. `scheme` comes with the new secret of its form, and erases a
+   * previous secret still in its overlap: it was of the other scheme's form.
+   */
   patch: {
     url?: string;
     description?: string;
@@ -135,12 +148,18 @@ export async function updateEndpoint(
     headers?: StoredHeader[];
     /** The whole object, replaced; {} removes it all. */
     metadata?: Record<string, string>;
+    scheme?: { name: SignatureScheme; secretEncrypted: Buffer; secretHint: string };
   },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints SET url = COALESCE($3, url), origin = COALESCE($6, origin), description = COALESCE($4, description),
         event_types = COALESCE($5, event_types), rate_limit = CASE WHEN $7 THEN $8::integer ELSE rate_limit END,
-        headers = CASE WHEN $9 THEN $10::jsonb ELSE headers END, metadata = COALESCE($11::jsonb, metadata), updated_at = now()
+        headers = CASE WHEN $9 THEN $10::jsonb ELSE headers END, metadata = COALESCE($11::jsonb, metadata),
+        signature_scheme = COALESCE($12, signature_scheme), secret_encrypted = COALESCE($13, secret_encrypted),
+        secret_hint = COALESCE($14, secret_hint),
+        previous_secret_encrypted = CASE WHEN $12::text IS NULL THEN previous_secret_encrypted END,
+        previous_secret_until = CASE WHEN $12::text IS NULL THEN previous_secret_until END,
+        updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [
       accountId,
@@ -154,6 +173,9 @@ export async function updateEndpoint(
       patch.headers !== undefined,
       headersJson(patch.headers),
       patch.metadata === undefined ? null : JSON.stringify(patch.metadata),
+      patch.scheme?.name ?? null,
+      patch.scheme?.secretEncrypted ?? null,
+      patch.scheme?.secretHint ?? null,
     ],
   );
   return rows[0];
@@ -203,18 +225,61 @@ export async function deleteEndpoint(db: Db, accountId: string, id: string): Pro
 /** SQLSTATE 40P01. */
 const DEADLOCK_DETECTED = '40P01';
 
+/**
+ * Replaces the signing secret. With `previousUntil`, the replaced secret
+ * (its ciphertext as it is: bound to the same endpoint) keeps signing until
+ * then, taking the place of any earlier one; without, any previous secret is
+ * erased too.
+ */
 export async function replaceSecret(
   db: Queryable,
   accountId: string,
   id: string,
-  s: { secretEncrypted: Buffer; secretHint: string },
+  s: { secretEncrypted: Buffer; secretHint: string; previousUntil: Date | null },
 ): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE endpoints SET secret_encrypted = $3, secret_hint = $4, updated_at = now()
+    `UPDATE endpoints SET secret_encrypted = $3, secret_hint = $4,
+        previous_secret_encrypted = CASE WHEN $5::timestamptz IS NULL THEN NULL ELSE secret_encrypted END,
+        previous_secret_until = $5::timestamptz, updated_at = now()
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [accountId, id, s.secretEncrypted, s.secretHint],
+    [accountId, id, s.secretEncrypted, s.secretHint, s.previousUntil],
   );
   return rows[0];
+}
+
+/** Ends a rotation's overlap now: the previous secret is erased. */
+export async function erasePreviousSecret(db: Queryable, accountId: string, id: string): Promise<EndpointRow | undefined> {
+  const { rows } = await db.query<EndpointRow>(
+    `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL,
+        updated_at = CASE WHEN previous_secret_until IS NULL THEN updated_at ELSE now() END
+      WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
+    [accountId, id],
+  );
+  return rows[0];
+}
+
+/**
+ * Erases the previous secret of one endpoint if its overlap has ended by
+ * `now`: the dispatcher calls it when an attempt finds one expired. Only
+ * that one: a rotation since then has put a newer one in its place.
+ */
+export async function eraseExpiredPreviousSecret(db: Queryable, endpointId: string, until: Date, now: Date | null): Promise<void> {
+  await db.query(
+    `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL
+      WHERE id = $1 AND previous_secret_until = $2 AND previous_secret_until <= COALESCE($3::timestamptz, now())`,
+    [endpointId, until, now],
+  );
+}
+
+/** Erases up to `limit` previous secrets whose overlap has ended; returns how many. */
+export async function sweepExpiredPreviousSecrets(db: Queryable, p: { now: Date | null; limit: number }): Promise<number> {
+  return (
+    await db.query(
+      `UPDATE endpoints SET previous_secret_encrypted = NULL, previous_secret_until = NULL
+        WHERE id IN (SELECT id FROM endpoints WHERE previous_secret_until <= COALESCE($1::timestamptz, now()) LIMIT $2)`,
+      [p.now, p.limit],
+    )
+  ).rowCount;
 }
 
 /** Re-enables an endpoint: the failure streak starts again from zero. */

@@ -16,14 +16,18 @@
 --   still waits for the rows a claim locked, and so still sees, after its
 --   update, the in_flight rows of every claim that took any of them;
 -- - leases that ran out are reaped only when there are any;
--- - it returns the endpoint's custom headers (migration 015) with the rest,
---   read in the same statement as the delivery it goes with.
+-- - it returns, with the rest, the endpoint's custom headers (migration 015)
+--   and how it signs (migration 018: the scheme, and the previous secret of
+--   a rotation's overlap), read by the same statement, after the claims'
+--   lock: a rotation is seen whole or not at all, and an endpoint created
+--   while the claim waited for the lock is read like any other.
 
 DROP FUNCTION herald_claim(timestamptz, int, int, int, int, uuid);
 
 CREATE FUNCTION herald_claim(p_now timestamptz, p_limit int, p_lease_ms int, p_endpoint_cap int, p_origin_cap int, p_claim_id uuid DEFAULT NULL)
 RETURNS TABLE (id uuid, account_id uuid, event_id uuid, endpoint_id uuid, attempt int, lease_token bigint, type text,
-               body text, url text, origin text, secret_encrypted bytea, enabled boolean, headers text)
+               body text, url text, origin text, secret_encrypted bytea, enabled boolean, headers text,
+               signature_scheme text, previous_secret_encrypted bytea, previous_secret_until timestamptz)
 LANGUAGE plpgsql VOLATILE ROWS 64
 SET plan_cache_mode = force_generic_plan
 AS $$
@@ -162,7 +166,8 @@ BEGIN
   -- Each event's body once per claim, on its first delivery (migration 011).
   SELECT n.id, n.account_id, n.event_id, n.endpoint_id, n.attempt, n.lease_token, e.type,
          CASE WHEN n.nth_of_event = 1 THEN convert_from(e.body, 'UTF8') END,
-         ep.url, ep.origin, ep.secret_encrypted, ep.enabled, ep.headers::text
+         ep.url, ep.origin, ep.secret_encrypted, ep.enabled, ep.headers::text,
+         ep.signature_scheme, ep.previous_secret_encrypted, ep.previous_secret_until
     FROM numbered n
     JOIN events e ON e.account_id = n.account_id AND e.id = n.event_id
     JOIN endpoints ep ON ep.id = n.endpoint_id;
