@@ -23,6 +23,7 @@ import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
+import { endpointStatsRoutes } from './routes/endpoint-stats.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
 import { sessionRoutes } from './routes/session.ts';
@@ -199,6 +200,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     idempotency(v1, options);
     endpointRoutes(v1, options);
     attemptRoutes(v1, options);
+    endpointStatsRoutes(v1, options);
     eventRoutes(v1, options);
     eventTypeRoutes(v1, options);
     apiKeyRoutes(v1, options);

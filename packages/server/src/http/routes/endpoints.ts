@@ -209,13 +209,18 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         tags,
         operationId: 'disableEndpoint',
         summary: 'Disable an endpoint by hand',
-        description: 'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery.',
+        description:
+          'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery. The endpoint records who disabled it (disabled_by: the panel user or the API key of this request) and the reason, "disabled by hand" when none is given. Disabling a disabled endpoint changes nothing.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
         response: { 200: ok('Endpoint', 'The endpoint, disabled.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
-    async (req) => one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason)),
+    async (req) => {
+      const p = req.principal!;
+      const actor = p.kind === 'session' ? { kind: 'user' as const, userId: p.userId } : { kind: 'api_key' as const, keyId: p.keyId };
+      return one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason, actor));
+    },
   );
 
   app.post<{ Params: { id: string }; Body: { since: string; dry_run?: boolean } }>(
