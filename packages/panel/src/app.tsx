@@ -9,6 +9,8 @@ import { navigate, parseRoute, paths, useLocation, type Route } from './lib/rout
 import { SessionContext } from './lib/session.ts';
 import { takeSetupToken } from './lib/setup-token.ts';
 import { asApiError } from './lib/use-resource.ts';
+import { ApiKeys } from './screens/api-keys.tsx';
+import { EventCatalog } from './screens/event-catalog.tsx';
 import { EndpointDetail } from './screens/endpoint-detail.tsx';
 import { EndpointEdit } from './screens/endpoint-edit.tsx';
 import { EndpointList } from './screens/endpoint-list.tsx';
@@ -141,6 +143,10 @@ function Screen({ route, search }: { route: Route; search: URLSearchParams }) {
       return <EndpointDetail key={route.id} id={route.id} notice={search.has('saved') ? 'Changes saved.' : undefined} />;
     case 'edit-endpoint':
       return <EndpointEdit key={route.id} id={route.id} />;
+    case 'api-keys':
+      return <ApiKeys />;
+    case 'event-types':
+      return <EventCatalog />;
     case 'not-found':
       return <NotFound />;
   }

@@ -1,6 +1,6 @@
 import type { ComponentChildren } from 'preact';
 import { useState } from 'preact/hooks';
-import { paths } from '../lib/router.ts';
+import { paths, useLocation } from '../lib/router.ts';
 import { useSession } from '../lib/session.ts';
 import { Link } from './link.tsx';
 
@@ -42,11 +42,9 @@ export function Shell({ children }: { children: ComponentChildren }) {
         <nav class="sidenav" aria-label="Settings">
           <p class="sidenav-heading">Settings</p>
           <ul>
-            <li>
-              <Link href={paths.webhooks} class="sidenav-link" aria-current="page">
-                Webhooks
-              </Link>
-            </li>
+            <NavItem href={paths.webhooks} label="Webhooks" />
+            <NavItem href={paths.eventTypes} label="Event catalog" />
+            <NavItem href={paths.apiKeys} label="API keys" />
           </ul>
         </nav>
         <main id="main" class="main" tabIndex={-1}>
@@ -54,5 +52,18 @@ export function Shell({ children }: { children: ComponentChildren }) {
         </main>
       </div>
     </div>
+  );
+}
+
+/** A link of the side navigation, marked current on its page and the pages under it. */
+function NavItem({ href, label }: { href: string; label: string }) {
+  const where = useLocation().split('?')[0]!;
+  const current = where === href || where.startsWith(`${href}/`);
+  return (
+    <li>
+      <Link href={href} class="sidenav-link" aria-current={current ? 'page' : undefined}>
+        {label}
+      </Link>
+    </li>
   );
 }

@@ -11,6 +11,8 @@ export const paths = {
   newEndpoint: '/settings/webhooks/new',
   endpoint: (id: string) => `/settings/webhooks/${encodeURIComponent(id)}`,
   editEndpoint: (id: string) => `/settings/webhooks/${encodeURIComponent(id)}/edit`,
+  apiKeys: '/settings/api-keys',
+  eventTypes: '/settings/event-types',
   signIn: '/sign-in',
   setup: '/setup',
 } as const;
@@ -20,6 +22,8 @@ export type Route =
   | { name: 'new-endpoint' }
   | { name: 'endpoint'; id: string }
   | { name: 'edit-endpoint'; id: string }
+  | { name: 'api-keys' }
+  | { name: 'event-types' }
   | { name: 'sign-in' }
   | { name: 'setup' }
   | { name: 'not-found' };
@@ -28,6 +32,8 @@ export function parseRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/' || path === '/settings' || path === paths.webhooks) return { name: 'webhooks' };
   if (path === paths.newEndpoint) return { name: 'new-endpoint' };
+  if (path === paths.apiKeys) return { name: 'api-keys' };
+  if (path === paths.eventTypes) return { name: 'event-types' };
   if (path === paths.signIn) return { name: 'sign-in' };
   if (path === paths.setup) return { name: 'setup' };
   const m = /^\/settings\/webhooks\/([^/]+)(\/edit)?$/.exec(path);
