@@ -26,6 +26,7 @@ const SERIAL = [
   'test/engine-worker.test.ts',
   'test/npm-start.test.ts',
   'test/panel-browser.test.ts',
+  'test/panel-finish-browser.test.ts',
   'test/production-install.test.ts',
   'test/shutdown-readiness.test.ts',
   'test/startup-errors.test.ts',

@@ -117,7 +117,7 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
         <HealthCard endpointId={e.id} version={version} />
       </div>
       <TestEventCard endpoint={e} selectRef={testSelect} onSent={() => void refresh()} />
-      <AttemptLog endpointId={e.id} all={attempts} />
+      <AttemptLog endpointId={e.id} all={attempts} onRefresh={() => setVersion((v) => v + 1)} />
 
       <RotateDialog open={dialog === 'rotate'} endpoint={e} onClose={() => setDialog(undefined)} onRotated={(next) => updated(next)} />
       <RecoverDialog
