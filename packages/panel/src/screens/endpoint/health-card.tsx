@@ -31,9 +31,9 @@ const STACK: Array<{ state: DeliveryState; label: string }> = [
  * `version` changes when the page refreshes what it shows.
  */
 export function HealthCard({ endpointId, version }: { endpointId: string; version: number }) {
-  const [window, setWindow] = useState<StatsWindow>('24h');
-  const stats = useResource((signal) => getEndpointStats(endpointId, window, signal), `${endpointId}:${window}:${version}`);
-  const long = WINDOWS.find((w) => w.value === window)!.long;
+  const [span, setSpan] = useState<StatsWindow>('24h');
+  const stats = useResource((signal) => getEndpointStats(endpointId, span, signal), `${endpointId}:${span}:${version}`);
+  const long = WINDOWS.find((w) => w.value === span)!.long;
 
   return (
     <section class="card" aria-labelledby="health-heading" data-testid="health">
@@ -47,9 +47,9 @@ export function HealthCard({ endpointId, version }: { endpointId: string; versio
               key={w.value}
               type="button"
               class="segment"
-              aria-pressed={w.value === window}
-              aria-label={long === w.long ? `${w.long} (shown)` : w.long}
-              onClick={() => setWindow(w.value)}
+              aria-pressed={w.value === span}
+              aria-label={w.long}
+              onClick={() => setSpan(w.value)}
               data-testid={`window-${w.value}`}
             >
               {w.label}
