@@ -39,7 +39,7 @@ export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Pr
       <p data-testid="disabled-by">{whoAndWhen(e)}</p>
       {e.disabled_reason && (
         <p>
-          {e.disabled_by?.type === 'automatic' ? 'The failures: ' : 'Reason: '}
+          {e.disabled_by?.type === 'automatic' ? 'Why: ' : 'Reason: '}
           <strong data-testid="disabled-reason">{e.disabled_reason}</strong>
         </p>
       )}
@@ -61,14 +61,12 @@ export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Pr
   );
 }
 
-/** Who disabled it and when: "Ada Lovelace disabled it by hand 5 minutes ago (Nov 26, 2026, 09:14:03 CET)." */
+/** Who disabled it and when: "Ada Lovelace disabled it by hand in the panel 5 minutes ago (Nov 26, 2026, 09:14:03 AM GMT+1)." */
 function whoAndWhen(e: Endpoint) {
   const by = e.disabled_by;
   const who =
     by?.type === 'automatic' ? (
-      <>
-        Herald disabled it automatically after {e.failure_threshold} consecutive failed deliveries
-      </>
+      <>Herald disabled it automatically, after too many failed deliveries in a row,</>
     ) : by?.type === 'user' ? (
       <>
         <strong>{by.name}</strong> disabled it by hand in the panel
