@@ -16,7 +16,9 @@ import { RevokeKeyDialog } from './api-keys/revoke-key-dialog.tsx';
 export function ApiKeys() {
   const keys = useResource((signal) => listApiKeys(signal), 'api-keys');
   const [creating, setCreating] = useState(false);
+  // The key the revoke dialog is about; it stays mounted, like the other dialogs, and opens with `revokeOpen`.
   const [revoking, setRevoking] = useState<ApiKey>();
+  const [revokeOpen, setRevokeOpen] = useState(false);
   const [notice, setNotice] = useState<string>();
 
   const createButton = (
@@ -86,7 +88,12 @@ export function ApiKeys() {
                   </td>
                   <td class="row-toggle">
                     {!k.revoked_at && (
-                      <Button small variant="ghost" class="btn-danger-text" onClick={() => setRevoking(k)} data-testid="revoke-api-key">
+                      <Button small variant="ghost" class="btn-danger-text" onClick={() => {
+                          setRevoking(k);
+                          setRevokeOpen(true);
+                        }}
+                        data-testid="revoke-api-key"
+                      >
                         Revoke<span class="visually-hidden"> {k.name || k.prefix}</span>
                       </Button>
                     )}
@@ -108,11 +115,11 @@ export function ApiKeys() {
       />
       {revoking && (
         <RevokeKeyDialog
-          open
+          open={revokeOpen}
           apiKey={revoking}
-          onClose={() => setRevoking(undefined)}
+          onClose={() => setRevokeOpen(false)}
           onRevoked={(k) => {
-            setRevoking(undefined);
+            setRevokeOpen(false);
             keys.set((keys.data ?? []).map((x) => (x.id === k.id ? k : x)));
             setNotice(`The key ${k.name ? `"${k.name}" ` : ''}(${k.prefix}_…) is revoked: requests with it now get 401.`);
           }}

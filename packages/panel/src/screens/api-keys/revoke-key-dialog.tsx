@@ -18,6 +18,7 @@ export function RevokeKeyDialog({ open, apiKey, onClose, onRevoked }: { open: bo
       onRevoked(await revokeApiKey(apiKey.id));
     } catch (err) {
       setError(asApiError(err));
+    } finally {
       setBusy(false);
     }
   }
