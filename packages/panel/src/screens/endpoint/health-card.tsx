@@ -33,7 +33,6 @@ const STACK: Array<{ state: DeliveryState; label: string }> = [
 export function HealthCard({ endpointId, version }: { endpointId: string; version: number }) {
   const [span, setSpan] = useState<StatsWindow>('24h');
   const stats = useResource((signal) => getEndpointStats(endpointId, span, signal), `${endpointId}:${span}:${version}`);
-  const long = WINDOWS.find((w) => w.value === span)!.long;
 
   return (
     <section class="card" aria-labelledby="health-heading" data-testid="health">
@@ -59,7 +58,8 @@ export function HealthCard({ endpointId, version }: { endpointId: string; versio
       </div>
       {stats.error && <ErrorAlert error={stats.error} title="Delivery health could not be loaded" onRetry={stats.reload} />}
       {!stats.data && stats.loading && <Loading />}
-      {stats.data && <Health stats={stats.data} long={long} />}
+      {/* Labelled by the window the numbers are for, which may still be the previous one while the next loads. */}
+      {stats.data && <Health stats={stats.data} long={WINDOWS.find((w) => w.value === stats.data!.window)!.long} />}
     </section>
   );
 }
