@@ -10,6 +10,8 @@ import { SessionContext } from './lib/session.ts';
 import { closePortal, openPortal, takePortalToken, type PortalInfo } from './lib/portal.ts';
 import { takeSetupToken } from './lib/setup-token.ts';
 import { asApiError } from './lib/use-resource.ts';
+import { ApiKeys } from './screens/api-keys.tsx';
+import { EventCatalog } from './screens/event-catalog.tsx';
 import { EndpointDetail } from './screens/endpoint-detail.tsx';
 import { EndpointEdit } from './screens/endpoint-edit.tsx';
 import { EndpointList } from './screens/endpoint-list.tsx';
@@ -176,6 +178,10 @@ function Screen({ route, search }: { route: Route; search: URLSearchParams }) {
       return <EventDetailScreen key={route.id} id={route.id} />;
     case 'replays':
       return <ReplayList created={search.get('created') ?? undefined} />;
+    case 'api-keys':
+      return <ApiKeys />;
+    case 'event-types':
+      return <EventCatalog />;
     case 'not-found':
       return <NotFound />;
   }

@@ -30,6 +30,7 @@ const SERIAL = [
   'test/panel-events-browser.test.ts',
   'test/panel-portal-browser.test.ts',
   'test/panel-signing-browser.test.ts',
+  'test/panel-finish-browser.test.ts',
   'test/production-install.test.ts',
   'test/shutdown-readiness.test.ts',
   'test/startup-errors.test.ts',

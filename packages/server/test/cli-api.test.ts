@@ -291,7 +291,7 @@ for (const engine of ENGINES) {
     let skippedEventId: string;
     test('disable, then recover --dry-run counts the skipped delivery; recover needs the endpoint enabled', async () => {
       const disabled = ok(await cli(['endpoints', 'disable', endpointId, '--reason', 'receiver maintenance']));
-      assert.match(disabled.stdout, /is disabled since .*: receiver maintenance/);
+      assert.match(disabled.stdout, /is disabled by API key .* since .*: receiver maintenance/);
       assert.equal((await h.api('GET', `/v1/endpoints/${endpointId}`)).json.state, 'disabled');
 
       const published = await h.api('POST', '/v1/events', { type: 'alarm.created', data: alarmData() });

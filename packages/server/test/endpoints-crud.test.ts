@@ -11,6 +11,7 @@ const ENDPOINT_FIELDS = [
   'state',
   'disabled_reason',
   'disabled_at',
+  'disabled_by',
   'failure_streak',
   'failure_threshold',
   'rate_limit',

@@ -1,14 +1,18 @@
 import { ApiError, request } from './client.ts';
 import type {
+  ApiKey,
+  ApiKeyWithKey,
   Attempt,
   AttemptDetail,
   Endpoint,
   EndpointInput,
   EndpointWithSecret,
+  EndpointStats,
   EventType,
   Page,
   RecoverResult,
   Session,
+  StatsWindow,
 } from './types.ts';
 
 /** One function per API route the panel uses. */
@@ -93,3 +97,40 @@ export const listAttempts = (id: string, options: { failuresOnly?: boolean; sign
 
 export const getAttempt = (id: string, attemptId: string, signal?: AbortSignal) =>
   request<AttemptDetail>('GET', `/v1/endpoints/${enc(id)}/attempts/${enc(attemptId)}`, { signal });
+
+export const disableEndpoint = (id: string, reason?: string) =>
+  request<Endpoint>('POST', `/v1/endpoints/${enc(id)}/disable`, { body: reason ? { reason } : {} });
+
+/** Delivery health over a window: success per delivery, latency percentiles, buckets for a chart. */
+export const getEndpointStats = (id: string, window: StatsWindow, signal?: AbortSignal) =>
+  request<EndpointStats>('GET', `/v1/endpoints/${enc(id)}/stats?window=${enc(window)}`, { signal });
+
+/** Every API key of the account, revoked ones included, following the cursor. */
+export async function listApiKeys(signal?: AbortSignal): Promise<ApiKey[]> {
+  const all: ApiKey[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `?limit=100${cursor ? `&cursor=${enc(cursor)}` : ''}`;
+    const page: Page<ApiKey> = await request<Page<ApiKey>>('GET', `/v1/api-keys${query}`, { signal });
+    all.push(...page.data);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}
+
+export const createApiKey = (name: string) => request<ApiKeyWithKey>('POST', '/v1/api-keys', { body: name ? { name } : {} });
+
+export const revokeApiKey = (id: string) => request<ApiKey>('DELETE', `/v1/api-keys/${enc(id)}`);
+
+/** The whole event type catalog, following the cursor. */
+export async function listAllEventTypes(signal?: AbortSignal): Promise<EventType[]> {
+  const all: EventType[] = [];
+  let cursor: string | null = null;
+  do {
+    const query: string = `?limit=100${cursor ? `&cursor=${enc(cursor)}` : ''}`;
+    const page: Page<EventType> = await request<Page<EventType>>('GET', `/v1/event-types${query}`, { signal });
+    all.push(...page.data);
+    cursor = page.next_cursor;
+  } while (cursor);
+  return all;
+}

@@ -33,6 +33,7 @@ export interface AttemptSummary {
   error: string | null;
   duration_ms: number;
   is_test: boolean;
+  delivery_state?: DeliveryState | null;
 }
 
 export interface Endpoint {
@@ -43,6 +44,8 @@ export interface Endpoint {
   state: 'enabled' | 'disabled';
   disabled_reason: string | null;
   disabled_at: string | null;
+  /** Who disabled it (null while enabled): Herald by itself, a panel user, an API key, or someone by hand before Herald recorded who. */
+  disabled_by: { type: 'automatic' | 'user' | 'api_key' | 'portal' | 'manual'; id: string | null; name: string | null } | null;
   failure_streak: number;
   failure_threshold: number;
   /** The most requests per second Herald sends to it; null: no limit. */
@@ -122,7 +125,11 @@ export interface Attempt {
   outcome: AttemptOutcome;
   error: string | null;
   response_excerpt: string | null;
+  /** The delivery's state now (null for a test): what became of a retrying attempt. */
+  delivery_state?: DeliveryState | null;
 }
+
+export type DeliveryState = 'pending' | 'succeeded' | 'failed' | 'skipped';
 
 /** GET /v1/endpoints/:id/attempts/:attempt_id and the answer of a test. */
 export interface AttemptDetail extends Attempt {
@@ -156,4 +163,33 @@ export interface Problem {
   code: string;
   detail: string;
   errors?: Array<{ field: string; message: string }>;
+}
+
+/** GET/POST /v1/api-keys: a key as listed; the key itself only in the answer that creates it. */
+export interface ApiKey {
+  id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  revoked_at: string | null;
+}
+
+export interface ApiKeyWithKey extends ApiKey {
+  key: string;
+}
+
+export type StatsWindow = '1h' | '24h' | '7d';
+
+type StateCounts = Record<DeliveryState, number>;
+
+/** GET /v1/endpoints/:id/stats: deliveries (each once) and request latency over a window. */
+export interface EndpointStats {
+  window: StatsWindow;
+  from: string;
+  to: string;
+  deliveries: StateCounts & { total: number };
+  success_rate: number | null;
+  capped: boolean;
+  buckets: Array<StateCounts & { start: string }>;
+  latency: { requests: number; p50_ms: number | null; p95_ms: number | null; p99_ms: number | null; max_ms: number | null };
 }

@@ -23,6 +23,8 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
   const titleId = useId();
   const onCloseRef = useRef(onClose);
   onCloseRef.current = onClose;
+  const openRef = useRef(open);
+  openRef.current = open;
 
   // Focus goes back to the opener as soon as the dialog closes: the `close`
   // event comes a task later, and a keypress in between would land on <body>.
@@ -55,8 +57,13 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
       e.preventDefault();
       onCloseRef.current();
     };
-    // Closed another way (a form with method="dialog"): same thing, if not done yet.
-    const closed = () => restoreRef.current();
+    // Closed another way (a form with method="dialog", or Esc that the browser does not let
+    // be cancelled, as Chromium does for a second Esc without a click in between): tell the
+    // parent, which still thinks it open and could not open it again otherwise.
+    const closed = () => {
+      restoreRef.current();
+      if (openRef.current) onCloseRef.current();
+    };
     dialog.addEventListener('cancel', cancel);
     dialog.addEventListener('close', closed);
     return () => {

@@ -9,7 +9,6 @@ export function Shell({ children }: { children: ComponentChildren }) {
   const { session, signOut, portal } = useSession();
   const logo = portal?.theme.logo_url;
   const [leaving, setLeaving] = useState(false);
-  const here = useLocation();
   return (
     <div class="shell">
       <a class="skip-link" href="#main">
@@ -59,16 +58,10 @@ export function Shell({ children }: { children: ComponentChildren }) {
         <nav class="sidenav" aria-label="Settings">
           <p class="sidenav-heading">Settings</p>
           <ul>
-            <li>
-              <Link href={paths.webhooks} class="sidenav-link" aria-current={here.startsWith('/events') ? undefined : 'page'}>
-                Webhooks
-              </Link>
-            </li>
-            <li>
-              <Link href={paths.events} class="sidenav-link" aria-current={here.startsWith('/events') ? 'page' : undefined}>
-                Events
-              </Link>
-            </li>
+            <NavItem href={paths.webhooks} label="Webhooks" />
+            <NavItem href={paths.events} label="Events" />
+            <NavItem href={paths.eventTypes} label="Event catalog" />
+            {!portal && <NavItem href={paths.apiKeys} label="API keys" />}
           </ul>
         </nav>
         <main id="main" class="main" tabIndex={-1}>
@@ -76,5 +69,18 @@ export function Shell({ children }: { children: ComponentChildren }) {
         </main>
       </div>
     </div>
+  );
+}
+
+/** A link of the side navigation, marked current on its page and the pages under it. */
+function NavItem({ href, label }: { href: string; label: string }) {
+  const where = useLocation().split('?')[0]!;
+  const current = where === href || where.startsWith(`${href}/`);
+  return (
+    <li>
+      <Link href={href} class="sidenav-link" aria-current={current ? 'page' : undefined}>
+        {label}
+      </Link>
+    </li>
   );
 }

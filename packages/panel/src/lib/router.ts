@@ -14,6 +14,8 @@ export const paths = {
   events: '/events',
   event: (id: string) => `/events/${encodeURIComponent(id)}`,
   replays: '/events/replays',
+  apiKeys: '/settings/api-keys',
+  eventTypes: '/settings/event-types',
   signIn: '/sign-in',
   setup: '/setup',
 } as const;
@@ -26,6 +28,8 @@ export type Route =
   | { name: 'events' }
   | { name: 'event'; id: string }
   | { name: 'replays' }
+  | { name: 'api-keys' }
+  | { name: 'event-types' }
   | { name: 'sign-in' }
   | { name: 'setup' }
   | { name: 'not-found' };
@@ -34,6 +38,8 @@ export function parseRoute(pathname: string): Route {
   const path = pathname.replace(/\/+$/, '') || '/';
   if (path === '/' || path === '/settings' || path === paths.webhooks) return { name: 'webhooks' };
   if (path === paths.newEndpoint) return { name: 'new-endpoint' };
+  if (path === paths.apiKeys) return { name: 'api-keys' };
+  if (path === paths.eventTypes) return { name: 'event-types' };
   if (path === paths.signIn) return { name: 'sign-in' };
   if (path === paths.setup) return { name: 'setup' };
   if (path === paths.events) return { name: 'events' };

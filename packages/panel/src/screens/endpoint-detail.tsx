@@ -12,6 +12,7 @@ import { useResource } from '../lib/use-resource.ts';
 import { AttemptLog } from './endpoint/attempt-log.tsx';
 import { Breadcrumb } from './endpoint/breadcrumb.tsx';
 import { DeleteDialog } from './endpoint/delete-dialog.tsx';
+import { DisableDialog } from './endpoint/disable-dialog.tsx';
 import { DisabledBanner } from './endpoint/disabled-banner.tsx';
 import { EndpointFacts } from './endpoint/endpoint-facts.tsx';
 import { HealthCard } from './endpoint/health-card.tsx';
@@ -21,7 +22,7 @@ import { RotateDialog } from './endpoint/rotate-dialog.tsx';
 import { TestEventCard } from './endpoint/test-event-card.tsx';
 import { ThrottleBanner } from './endpoint/throttle-banner.tsx';
 
-type DialogName = 'rotate' | 'delete' | 'recover' | undefined;
+type DialogName = 'rotate' | 'delete' | 'recover' | 'disable' | undefined;
 
 /** One endpoint: its state, a test, its health and its attempt log, and the actions on it. */
 export function EndpointDetail({ id, notice: initialNotice }: { id: string; notice?: string }) {
@@ -30,6 +31,8 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
   const [dialog, setDialog] = useState<DialogName>();
   const [notice, setNotice] = useState(initialNotice);
   const testSelect = useRef<HTMLSelectElement>(null);
+  // Bumped on every refresh, so the health card reloads with the attempt log.
+  const [version, setVersion] = useState(0);
 
   const e = endpoint.data;
   if (!e) {
@@ -56,7 +59,10 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
     endpoint.set(next);
     if (message) setNotice(message);
   };
-  const refresh = () => Promise.all([endpoint.reload(), attempts.reload()]).then(() => {});
+  const refresh = () => {
+    setVersion((v) => v + 1);
+    return Promise.all([endpoint.reload(), attempts.reload()]).then(() => {});
+  };
 
   return (
     <>
@@ -72,6 +78,11 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
             <Button onClick={() => setDialog('rotate')} data-testid="rotate-secret" data-changes>
               Rotate secret
             </Button>
+            {e.state === 'enabled' && (
+              <Button onClick={() => setDialog('disable')} data-testid="disable-endpoint" data-changes>
+                Disable
+              </Button>
+            )}
             <Button variant="ghost" class="btn-danger-text" onClick={() => setDialog('delete')} data-testid="delete-endpoint" data-changes>
               Delete
             </Button>
@@ -103,10 +114,10 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
 
       <div class="detail-grid">
         <EndpointFacts endpoint={e} onRotate={() => setDialog('rotate')} onRecover={() => setDialog('recover')} />
-        <HealthCard attempts={attempts.data?.data} loading={attempts.loading && !attempts.data} />
+        <HealthCard endpointId={e.id} version={version} />
       </div>
       <TestEventCard endpoint={e} selectRef={testSelect} onSent={() => void refresh()} />
-      <AttemptLog endpointId={e.id} all={attempts} />
+      <AttemptLog endpointId={e.id} all={attempts} onRefresh={() => setVersion((v) => v + 1)} />
 
       <RotateDialog open={dialog === 'rotate'} endpoint={e} onClose={() => setDialog(undefined)} onRotated={(next) => updated(next)} />
       <RecoverDialog
@@ -117,6 +128,16 @@ export function EndpointDetail({ id, notice: initialNotice }: { id: string; noti
           setDialog(undefined);
           if (next) endpoint.set(next);
           setNotice(count === 1 ? '1 delivery is queued to be sent again.' : `${count} deliveries are queued to be sent again.`);
+          void refresh();
+        }}
+      />
+      <DisableDialog
+        open={dialog === 'disable'}
+        endpoint={e}
+        onClose={() => setDialog(undefined)}
+        onDisabled={(next) => {
+          setDialog(undefined);
+          updated(next, 'Disabled. Herald sends nothing to this endpoint until it is re-enabled; what arrives meanwhile is kept as skipped.');
           void refresh();
         }}
       />

@@ -129,7 +129,7 @@ function EndpointTable({ endpoints }: { endpoints: Endpoint[] }) {
               <td data-label="Last attempt">
                 {e.last_attempt ? (
                   <span class="last-attempt">
-                    <OutcomeBadge outcome={e.last_attempt.outcome} statusCode={e.last_attempt.status_code} />
+                    <OutcomeBadge outcome={e.last_attempt.outcome} statusCode={e.last_attempt.status_code} deliveryState={e.last_attempt.delivery_state} />
                     <TimeAgo iso={e.last_attempt.started_at} />
                   </span>
                 ) : (

@@ -27,6 +27,8 @@ export interface Endpoint {
   state: 'enabled' | 'disabled';
   disabled_reason: string | null;
   disabled_at: string | null;
+  /** Absent from a Herald older than this command. */
+  disabled_by?: { type: 'automatic' | 'user' | 'api_key' | 'portal' | 'manual'; id: string | null; name: string | null } | null;
   failure_streak: number;
   failure_threshold: number;
   rate_limit: number | null;
@@ -131,7 +133,11 @@ function attemptSummary(a: Attempt): string {
 }
 
 export function endpointState(e: Endpoint): string {
-  return e.state === 'enabled' ? 'enabled' : `disabled since ${e.disabled_at}: ${e.disabled_reason}`;
+  if (e.state === 'enabled') return 'enabled';
+  const by = e.disabled_by;
+  const who =
+    by?.type === 'automatic' ? ' by Herald' : by?.type === 'user' ? ` by ${by.name} (panel)` : by?.type === 'api_key' ? ` by API key ${by.name}` : by?.type === 'portal' ? ' in the embedded panel' : by ? ' by hand' : '';
+  return `disabled${who} since ${e.disabled_at}: ${e.disabled_reason}`;
 }
 
 export function rateLimitText(e: Endpoint): string {

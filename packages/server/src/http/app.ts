@@ -23,6 +23,7 @@ import { UnauthenticatedLimiter } from './unauthenticated-limiter.ts';
 import { apiKeyRoutes } from './routes/api-keys.ts';
 import { attemptRoutes } from './routes/attempts.ts';
 import { endpointRoutes } from './routes/endpoints.ts';
+import { endpointStatsRoutes } from './routes/endpoint-stats.ts';
 import { eventRoutes } from './routes/events.ts';
 import { eventTypeRoutes } from './routes/event-types.ts';
 import { replayRoutes } from './routes/replays.ts';
@@ -224,6 +225,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     idempotency(v1, options);
     endpointRoutes(v1, options);
     attemptRoutes(v1, options);
+    endpointStatsRoutes(v1, options);
     eventRoutes(v1, options);
     replayRoutes(v1, options);
     eventTypeRoutes(v1, options);

@@ -2,6 +2,7 @@ import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import type { FastifyInstance } from 'fastify';
 import { readFileSync } from 'node:fs';
+import { DOCS_THEME } from './docs-theme.ts';
 import { problems } from './schemas.ts';
 
 const { version } = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -93,11 +94,12 @@ export async function registerOpenApi(app: FastifyInstance): Promise<void> {
   });
   await app.register(swaggerUi, {
     routePrefix: '/docs',
-    theme: { title: 'Herald API reference' },
+    theme: DOCS_THEME,
     // Everything from Herald itself; no validator badge fetched from swagger.io.
     staticCSP:
       "default-src 'self'; base-uri 'self'; font-src 'self' data:; frame-ancestors 'self'; img-src 'self' data:; object-src 'none'; script-src 'self'; script-src-attr 'none'; style-src 'self'",
-    uiConfig: { docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, validatorUrl: null },
+    // BaseLayout: without Swagger UI's top bar and its logo; DOCS_THEME adds Herald's header.
+    uiConfig: { layout: 'BaseLayout', docExpansion: 'list', deepLinking: true, defaultModelsExpandDepth: 0, validatorUrl: null },
   });
   app.get('/openapi.json', { schema: { hide: true } }, async () => app.swagger());
 }

@@ -28,6 +28,17 @@ function throttleJson(e: EndpointRow, now: Date) {
   return { until: until?.toISOString() ?? null, max_in_flight: e.throttle_limit };
 }
 
+/**
+ * Who disabled a disabled endpoint: Herald by itself ('automatic', after too
+ * many consecutive failed deliveries), a panel user, an API key, or someone
+ * by hand before Herald recorded who ('manual').
+ */
+function disabledByJson(e: EndpointRow) {
+  if (e.enabled) return null;
+  if (e.disabled_by === null) return { type: 'automatic' as const, id: null, name: null };
+  return { type: e.disabled_by, id: e.disabled_by_id, name: e.disabled_by_name };
+}
+
 /** The public form of an endpoint. The signing secret never appears here, only its hint, nor a secret header's value. */
 export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: AttemptRow | null = null) {
   return {
@@ -38,6 +49,7 @@ export function endpointJson(e: EndpointRow, ctx: EndpointContext, lastAttempt: 
     state: e.enabled ? 'enabled' : 'disabled',
     disabled_reason: e.disabled_reason,
     disabled_at: e.disabled_at?.toISOString() ?? null,
+    disabled_by: disabledByJson(e),
     failure_streak: e.failure_streak,
     failure_threshold: ctx.disableAfter,
     rate_limit: e.rate_limit,
@@ -74,6 +86,7 @@ export function attemptJson(a: AttemptRow) {
     outcome: a.outcome,
     error: a.error,
     response_excerpt: text(a.response_excerpt),
+    delivery_state: a.delivery_state,
   };
 }
 
@@ -99,6 +112,7 @@ export function attemptRecordJson(a: AttemptRecord) {
       outcome: a.outcome,
       error: a.error,
       response_excerpt: a.responseExcerpt,
+      delivery_state: null,
       url: a.url,
       request_headers: null,
       signature: a.signature,

@@ -58,6 +58,11 @@ const attemptProperties = {
   },
   error: { ...nullable({ type: 'string' }), description: 'What went wrong, in words: "HTTP 503", "timed out after 10 s", "connection refused".' },
   response_excerpt: { ...nullable({ type: 'string' }), description: 'The first 4 KiB of the response body, as UTF-8.' },
+  delivery_state: {
+    ...nullable({ type: 'string', enum: ['pending', 'succeeded', 'failed', 'skipped'] }),
+    description:
+      'The state of its delivery now, which tells what became of a retrying attempt: pending (the retry is still to come), succeeded or failed (a later attempt settled it), skipped (the endpoint was disabled before the retry; recover sends it again). Null for a test, or once the delivery is no longer kept.',
+  },
 } as const;
 const attemptRequired = Object.keys(attemptProperties);
 
@@ -96,6 +101,23 @@ const endpointProperties = {
   state: { type: 'string', enum: ['enabled', 'disabled'] },
   disabled_reason: { ...nullable({ type: 'string' }), description: 'Why it was disabled.' },
   disabled_at: nullable(time),
+  disabled_by: {
+    ...nullable({
+      type: 'object',
+      required: ['type', 'id', 'name'],
+      properties: {
+        type: {
+          type: 'string',
+          enum: ['automatic', 'user', 'api_key', 'portal', 'manual'],
+          description:
+            'automatic: Herald, after failure_threshold consecutive failed deliveries; user: a panel user; api_key: a request with an API key; portal: someone in a panel embedded with a portal session; manual: by hand, before Herald recorded who.',
+        },
+        id: { ...nullable(uuid), description: 'The user or API key, for user and api_key; the portal session, for portal.' },
+        name: { ...nullable({ type: 'string' }), description: 'The user\u2019s name (or email), or the key\u2019s name and prefix, at the time.' },
+      },
+    }),
+    description: 'Who disabled it; null while enabled.',
+  },
   failure_streak: { type: 'integer', minimum: 0, description: 'Consecutive failed deliveries; the endpoint is disabled when it reaches failure_threshold.' },
   failure_threshold: { type: 'integer', description: 'Consecutive failed deliveries that disable the endpoint (20).' },
   rate_limit: {

@@ -3,6 +3,9 @@ import { databaseTime } from '../core/clock.ts';
 import { countRecoverable, recoverDeliveries } from '../storage/queries/deliveries.ts';
 import * as q from '../storage/queries/endpoints.ts';
 import { skipPendingDeliveries } from '../storage/queries/record-results.ts';
+import { findApiKey } from '../storage/queries/api-keys.ts';
+import { findUser } from '../storage/queries/users.ts';
+import type { Queryable } from '../storage/db.ts';
 import { DEFAULT_RETENTION } from '../config.ts';
 import type { ServiceDeps } from './deps.ts';
 import { endpointNotFound } from './endpoints.ts';
@@ -14,17 +17,35 @@ export async function enableEndpoint(deps: ServiceDeps, accountId: string, id: s
   return row;
 }
 
+/** Who asks for a change by hand: a panel user or an API key of the account. */
+export type Actor = { kind: 'user'; userId: string } | { kind: 'api_key'; keyId: string } | { kind: 'portal'; portalSessionId: string };
+
+/** The actor as the endpoint records it: its kind, id and name as they are now. */
+async function disabledBy(db: Queryable, accountId: string, actor: Actor): Promise<q.DisabledBy> {
+  // Someone in a panel the platform embeds: Herald knows the session, not the person.
+  if (actor.kind === 'portal') return { kind: 'portal', id: actor.portalSessionId, name: 'the embedded panel' };
+  if (actor.kind === 'user') {
+    const user = await findUser(db, actor.userId);
+    return { kind: 'user', id: actor.userId, name: user?.name || user?.email || 'a user since deleted' };
+  }
+  const key = await findApiKey(db, accountId, actor.keyId);
+  const name = key ? (key.name ? `${key.name} (${key.prefix})` : key.prefix) : 'a key since deleted';
+  return { kind: 'api_key', id: actor.keyId, name };
+}
+
 /**
  * Disables an endpoint by hand. As with an automatic disable, nothing is sent
  * to it any more and its pending deliveries become `skipped`, kept for recovery.
+ * The endpoint records who did it, so nobody blames Herald for it.
  */
-export async function disableEndpoint(deps: ServiceDeps, accountId: string, id: string, reason: unknown): Promise<q.EndpointRow> {
+export async function disableEndpoint(deps: ServiceDeps, accountId: string, id: string, reason: unknown, actor: Actor): Promise<q.EndpointRow> {
   if (reason !== undefined && (typeof reason !== 'string' || reason.length > 500)) {
     throw invalidField('reason', 'must be a string of at most 500 characters');
   }
   const now = deps.clock();
   return deps.db.transaction(async (tx) => {
-    const row = await q.disableEndpoint(tx, accountId, id, { reason: (reason as string | undefined)?.trim() || 'disabled by hand', now });
+    const by = await disabledBy(tx, accountId, actor);
+    const row = await q.disableEndpoint(tx, accountId, id, { reason: (reason as string | undefined)?.trim() || 'disabled by hand', now, by });
     if (!row) throw endpointNotFound(id);
     await skipPendingDeliveries(tx, [id], now);
     return row;

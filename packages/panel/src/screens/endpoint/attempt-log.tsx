@@ -12,10 +12,12 @@ interface Props {
   endpointId: string;
   /** Every attempt (the page loads them once for the log and the health chart). */
   all: Resource<Page<Attempt>>;
+  /** Told when the user refreshes the log, so the page refreshes what goes with it (delivery health). */
+  onRefresh?(): void;
 }
 
 /** The last 100 attempts, newest first, each one expandable; optionally only the failures. */
-export function AttemptLog({ endpointId, all }: Props) {
+export function AttemptLog({ endpointId, all, onRefresh }: Props) {
   const [failuresOnly, setFailuresOnly] = useState(false);
   const failures = useResource(
     (signal) => (failuresOnly ? listAttempts(endpointId, { failuresOnly: true, signal }) : Promise.resolve(undefined)),
@@ -23,7 +25,10 @@ export function AttemptLog({ endpointId, all }: Props) {
   );
   const shown = failuresOnly ? failures : all;
   const rows = shown.data?.data;
-  const refresh = () => (failuresOnly ? Promise.all([all.reload(), failures.reload()]) : all.reload());
+  const refresh = () => {
+    onRefresh?.();
+    return failuresOnly ? Promise.all([all.reload(), failures.reload()]) : all.reload();
+  };
 
   return (
     <section class="card card-flush" aria-labelledby="log-heading" data-testid="attempt-log">

@@ -4,6 +4,7 @@ import type { Attempt } from '../../api/types.ts';
 import { ErrorAlert } from '../../components/alert.tsx';
 import { Badge, OutcomeBadge } from '../../components/badge.tsx';
 import { Loading } from '../../components/loading.tsx';
+import { ShortId } from '../../components/short-id.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
 import { shortId } from '../../lib/short-id.ts';
 import { formatDuration } from '../../lib/time.ts';
@@ -30,12 +31,10 @@ export function AttemptRow({ endpointId, attempt: a }: { endpointId: string; att
               </Badge>
             </>
           )}
-          <span class="mono muted small block" title={a.event_id}>
-            {shortId(a.event_id)}
-          </span>
+          <ShortId id={a.event_id} what="event id" />
         </td>
         <td data-label="Response">
-          <OutcomeBadge outcome={a.outcome} statusCode={a.status_code} />
+          <OutcomeBadge outcome={a.outcome} statusCode={a.status_code} deliveryState={a.delivery_state} />
           {a.error && <span class="attempt-error">{a.error}</span>}
         </td>
         <td data-label="Duration" class="num">

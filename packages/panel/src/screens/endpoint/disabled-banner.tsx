@@ -5,6 +5,7 @@ import type { Endpoint } from '../../api/types.ts';
 import { ErrorAlert } from '../../components/alert.tsx';
 import { Button } from '../../components/button.tsx';
 import { TimeAgo } from '../../components/time-ago.tsx';
+import { formatExact } from '../../lib/time.ts';
 import { asApiError } from '../../lib/use-resource.ts';
 
 interface Props {
@@ -35,22 +36,13 @@ export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Pr
       <h2 id="disabled-heading" class="banner-title">
         <span aria-hidden="true">⚠ </span>This endpoint is disabled
       </h2>
-      <p>
-        {e.disabled_at ? (
-          <>
-            Herald disabled it <TimeAgo iso={e.disabled_at} /> (<span class="nowrap">{new Date(e.disabled_at).toLocaleString()}</span>)
-          </>
-        ) : (
-          'It was disabled'
-        )}
-        {e.disabled_reason ? (
-          <>
-            : <strong data-testid="disabled-reason">{e.disabled_reason}</strong>
-          </>
-        ) : (
-          '.'
-        )}
-      </p>
+      <p data-testid="disabled-by">{whoAndWhen(e)}</p>
+      {e.disabled_reason && (
+        <p>
+          {e.disabled_by?.type === 'automatic' ? 'Why: ' : 'Reason: '}
+          <strong data-testid="disabled-reason">{e.disabled_reason}</strong>
+        </p>
+      )}
       <p>
         No requests are sent to it. Events that arrive meanwhile are kept as skipped deliveries. Fix the receiver, send a test event to check it,
         then re-enable the endpoint and recover what it missed.
@@ -66,5 +58,32 @@ export function DisabledBanner({ endpoint: e, onEnabled, onRecover, onTest }: Pr
         </Button>
       </div>
     </section>
+  );
+}
+
+/** Who disabled it and when: "Ada Lovelace disabled it by hand in the panel 5 minutes ago (Nov 26, 2026, 09:14:03 AM GMT+1)." */
+function whoAndWhen(e: Endpoint) {
+  const by = e.disabled_by;
+  const who =
+    by?.type === 'automatic' ? (
+      <>Herald disabled it automatically, after too many failed deliveries in a row,</>
+    ) : by?.type === 'user' ? (
+      <>
+        <strong>{by.name}</strong> disabled it by hand in the panel
+      </>
+    ) : by?.type === 'api_key' ? (
+      <>
+        It was disabled by hand with the API key <strong class="mono">{by.name}</strong>
+      </>
+    ) : by?.type === 'portal' ? (
+      <>It was disabled by hand in the embedded panel</>
+    ) : (
+      <>It was disabled by hand</>
+    );
+  if (!e.disabled_at) return <>{who}.</>;
+  return (
+    <>
+      {who} <TimeAgo iso={e.disabled_at} /> (<span class="nowrap" data-testid="disabled-at">{formatExact(e.disabled_at)}</span>).
+    </>
   );
 }

@@ -1,6 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import * as endpoints from '../../services/endpoints.ts';
-import { disableEndpoint, enableEndpoint, recoverEndpoint } from '../../services/endpoint-state.ts';
+import { disableEndpoint, enableEndpoint, recoverEndpoint, type Actor } from '../../services/endpoint-state.ts';
 import { DEFAULT_RETENTION } from '../../config.ts';
 import { sendTestEvent, TEST_EVENT_TYPE } from '../../services/test-event.ts';
 import { lastAttempts } from '../../storage/queries/attempts.ts';
@@ -318,13 +318,19 @@ export function endpointRoutes(app: FastifyInstance, deps: RouteDeps): void {
         tags,
         operationId: 'disableEndpoint',
         summary: 'Disable an endpoint by hand',
-        description: 'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery.',
+        description:
+          'Nothing is sent to it any more; its pending deliveries and new events become skipped, kept for recovery. The endpoint records who disabled it (disabled_by: the panel user or the API key of this request) and the reason, "disabled by hand" when none is given. Disabling a disabled endpoint changes nothing.',
         params: idParams,
         body: { type: 'object', additionalProperties: false, properties: { reason: { type: 'string', maxLength: 500 } } },
         response: { 200: ok('Endpoint', 'The endpoint, disabled.'), ...problems(400, 401, 404, 409, 413, 415, 422, 429) },
       },
     },
-    async (req) => one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason)),
+    async (req) => {
+      const p = req.principal!;
+      const actor: Actor =
+        p.kind === 'session' ? { kind: 'user', userId: p.userId } : p.kind === 'portal' ? { kind: 'portal', portalSessionId: p.portalSessionId } : { kind: 'api_key', keyId: p.keyId };
+      return one(await disableEndpoint(deps, req.accountId, req.params.id, req.body?.reason, actor));
+    },
   );
 
   app.post<{ Params: { id: string }; Body: { since: string; dry_run?: boolean } }>(

@@ -29,6 +29,10 @@ export async function findApiKeyByPrefix(db: Queryable, prefix: string): Promise
   return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE prefix = $1`, [prefix])).rows[0];
 }
 
+export async function findApiKey(db: Queryable, accountId: string, id: string): Promise<ApiKeyRow | undefined> {
+  return (await db.query<ApiKeyRow>(`SELECT ${COLUMNS} FROM api_keys WHERE account_id = $1 AND id = $2`, [accountId, id])).rows[0];
+}
+
 /**
  * An account's keys in creation order; a page of them when `page` is given
  * (after the previous page's last row). Null when the cursor is a bare id of

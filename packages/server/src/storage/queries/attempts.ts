@@ -16,6 +16,8 @@ export interface AttemptRow {
   outcome: AttemptOutcome;
   error: string | null;
   response_excerpt: Buffer | null;
+  /** The delivery's state now (null for a test or a delivery no longer kept): what became of a retrying attempt. */
+  delivery_state: 'pending' | 'succeeded' | 'failed' | 'skipped' | null;
 }
 
 /**
@@ -31,7 +33,10 @@ export interface AttemptDetailRow extends AttemptRow {
 }
 
 const COLUMNS = `a.id, a.endpoint_id, a.delivery_id, a.event_id, a.event_type, a.attempt_number, a.is_test,
-  a.started_at, a.duration_ms, a.status_code, a.outcome, a.error, a.response_excerpt`;
+  a.started_at, a.duration_ms, a.status_code, a.outcome, a.error, a.response_excerpt, dl.state AS delivery_state`;
+
+/** The attempt's delivery, by primary key, for its state now. */
+const DELIVERY = 'LEFT JOIN deliveries dl ON dl.id = a.delivery_id';
 
 /** A position in a newest-first list: the last row's time and id. */
 export interface TimeCursor {
@@ -45,7 +50,7 @@ export async function listAttempts(
   p: { accountId: string; endpointId: string; outcomes?: readonly AttemptOutcome[]; limit: number; before?: TimeCursor },
 ): Promise<AttemptRow[]> {
   const { rows } = await db.query<AttemptRow>(
-    `SELECT ${COLUMNS} FROM attempts a
+    `SELECT ${COLUMNS} FROM attempts a ${DELIVERY}
       WHERE a.account_id = $1 AND a.endpoint_id = $2
         AND ($3::text[] IS NULL OR a.outcome = ANY ($3::text[]))
         AND ($4::timestamptz IS NULL OR (a.started_at, a.id) < ($4::timestamptz, $5::uuid))
@@ -58,7 +63,7 @@ export async function listAttempts(
 export async function getAttempt(db: Queryable, p: { accountId: string; endpointId: string; id: string }): Promise<AttemptDetailRow | undefined> {
   const { rows } = await db.query<AttemptDetailRow>(
     `SELECT ${COLUMNS}, a.url, a.request_headers, a.signature, COALESCE(a.test_body, ev.body) AS body
-       FROM attempts a LEFT JOIN events ev ON NOT a.is_test AND ev.account_id = a.account_id AND ev.id = a.event_id
+       FROM attempts a ${DELIVERY} LEFT JOIN events ev ON NOT a.is_test AND ev.account_id = a.account_id AND ev.id = a.event_id
       WHERE a.account_id = $1 AND a.endpoint_id = $2 AND a.id = $3`,
     [p.accountId, p.endpointId, p.id],
   );
@@ -71,7 +76,7 @@ export async function lastAttempts(db: Queryable, endpointIds: readonly string[]
   const { rows } = await db.query<AttemptRow>(
     `SELECT last.* FROM unnest($1::uuid[]) AS ep(id)
        CROSS JOIN LATERAL (
-         SELECT ${COLUMNS} FROM attempts a WHERE a.endpoint_id = ep.id ORDER BY a.started_at DESC, a.id DESC LIMIT 1
+         SELECT ${COLUMNS} FROM attempts a ${DELIVERY} WHERE a.endpoint_id = ep.id ORDER BY a.started_at DESC, a.id DESC LIMIT 1
        ) last`,
     [endpointIds],
   );
@@ -91,7 +96,7 @@ export async function attemptsOfEvent(db: Queryable, accountId: string, eventId:
     `SELECT x.*
        FROM deliveries d
       CROSS JOIN LATERAL (
-        SELECT ${COLUMNS} FROM attempts a WHERE a.endpoint_id = d.endpoint_id AND a.delivery_id = d.id OFFSET 0
+        SELECT ${COLUMNS} FROM attempts a ${DELIVERY} WHERE a.endpoint_id = d.endpoint_id AND a.delivery_id = d.id OFFSET 0
       ) x
       WHERE d.account_id = $1 AND d.event_id = $2
       ORDER BY x.started_at, x.id`,

@@ -17,6 +17,11 @@ export interface EndpointRow {
   enabled: boolean;
   disabled_reason: string | null;
   disabled_at: Date | null;
+  /** Who disabled it by hand: a panel user, an API key, or 'manual' (before Herald recorded who); NULL when Herald did or it is enabled. */
+  disabled_by: 'user' | 'api_key' | 'manual' | null;
+  disabled_by_id: string | null;
+  /** The user's or key's name when it disabled the endpoint. */
+  disabled_by_name: string | null;
   failure_streak: number;
   /** Requests per second the owner allows (NULL: no limit but the in-flight caps). */
   rate_limit: number | null;
@@ -40,8 +45,8 @@ export interface EndpointRow {
 }
 
 const COLUMNS = `id, account_id, url, description, event_types, enabled, disabled_reason, disabled_at,
-  failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint, headers, metadata,
-  signature_scheme, previous_secret_encrypted, previous_secret_until, created_at, updated_at`;
+  disabled_by, disabled_by_id, disabled_by_name, failure_streak, rate_limit, throttled_until, throttle_limit, secret_encrypted, secret_hint,
+  headers, metadata, signature_scheme, previous_secret_encrypted, previous_secret_until, created_at, updated_at`;
 
 export async function insertEndpoint(
   db: Queryable,
@@ -285,22 +290,38 @@ export async function sweepExpiredPreviousSecrets(db: Queryable, p: { now: Date 
 /** Re-enables an endpoint: the failure streak starts again from zero. */
 export async function enableEndpoint(db: Queryable, accountId: string, id: string, now: Date): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
-    `UPDATE endpoints SET enabled = true, failure_streak = 0, disabled_reason = NULL, disabled_at = NULL, updated_at = $3
+    `UPDATE endpoints SET enabled = true, failure_streak = 0, disabled_reason = NULL, disabled_at = NULL,
+        disabled_by = NULL, disabled_by_id = NULL, disabled_by_name = NULL, updated_at = $3
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
     [accountId, id, now],
   );
   return rows[0];
 }
 
-/** Disables an endpoint by hand with a reason; an already disabled one keeps its first reason and time. */
-export async function disableEndpoint(db: Queryable, accountId: string, id: string, p: { reason: string; now: Date }): Promise<EndpointRow | undefined> {
+/** Who disabled an endpoint by hand. */
+export interface DisabledBy {
+  kind: 'user' | 'api_key' | 'portal';
+  id: string;
+  name: string;
+}
+
+/** Disables an endpoint by hand with a reason; an already disabled one keeps its first reason, time and author. */
+export async function disableEndpoint(
+  db: Queryable,
+  accountId: string,
+  id: string,
+  p: { reason: string; now: Date; by: DisabledBy },
+): Promise<EndpointRow | undefined> {
   const { rows } = await db.query<EndpointRow>(
     `UPDATE endpoints
         SET disabled_reason = CASE WHEN enabled THEN $3 ELSE disabled_reason END,
             disabled_at = CASE WHEN enabled THEN $4 ELSE disabled_at END,
+            disabled_by = CASE WHEN enabled THEN $5 ELSE disabled_by END,
+            disabled_by_id = CASE WHEN enabled THEN $6::uuid ELSE disabled_by_id END,
+            disabled_by_name = CASE WHEN enabled THEN $7 ELSE disabled_by_name END,
             enabled = false, updated_at = $4
       WHERE account_id = $1 AND id = $2 RETURNING ${COLUMNS}`,
-    [accountId, id, p.reason, p.now],
+    [accountId, id, p.reason, p.now, p.by.kind, p.by.id, p.by.name],
   );
   return rows[0];
 }
