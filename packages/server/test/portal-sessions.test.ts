@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -194,6 +195,12 @@ for (const engine of ENGINES) {
       assert.equal(made.status, 201);
       assert.equal((await h.api('GET', `/v1/endpoints/${made.json.id}`, undefined, other.apiKey)).status, 200);
       assert.equal((await h.api('GET', '/v1/event-types', undefined, token)).status, 200);
+
+      // Disabling by hand records the embedded panel as who did it; replays stay out.
+      const disabled = await h.api('POST', `/v1/endpoints/${made.json.id}/disable`, { reason: 'maintenance' }, token);
+      assert.equal(disabled.status, 200);
+      assert.deepEqual(disabled.json.disabled_by, { type: 'portal', id: me.json.id, name: 'the embedded panel' });
+      assertProblem(await h.api('POST', '/v1/replays', { event_ids: [randomUUID()] }, token), 'not_in_portal');
     });
 
     test('a read-only session changes nothing: every change is refused with read_only_session', async () => {
