@@ -117,7 +117,7 @@ for (const engine of ENGINES) {
       const claimId = randomUUID();
       let claiming: Promise<Awaited<ReturnType<typeof claimDeliveries>>> | undefined;
       let id = '';
-      // Another claim holds the claims' lock while this one starts (its view of endpoints is taken then) and waits.
+      // Another claim holds the claims' lock while this one starts and waits; the endpoint is created meanwhile.
       // The holder has a pool of its own: a query of h.db inside h.db's transaction would run in that transaction.
       const other = await openPostgres({ connectionString: h.db.url!, max: 1 });
       try {
@@ -126,7 +126,9 @@ for (const engine of ENGINES) {
           claiming = claimDeliveries(h.db, { limit: 10, leaseMs: 60_000, endpointCap: 10, originCap: 10, now: h.clock.now(), claimId });
           for (let i = 0; ; i++) {
             const { rows } = await tx.query<{ n: number }>(
-              `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%herald_claim%'`,
+              // pg_locks, not pg_stat_activity: a transaction reads pg_stat_activity once and keeps that snapshot.
+              `SELECT count(*)::int AS n FROM pg_locks
+                WHERE locktype = 'advisory' AND NOT granted AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`,
             );
             if (rows[0]!.n > 0) break;
             assert.ok(i < 500, 'the claim never waited for the lock');

@@ -454,6 +454,8 @@ for (const engine of ENGINES) {
         void claiming.then(() => (done = true), () => (done = true));
         // Until the claim has finished or waits for a lock (bounded).
         for (let i = 0; !done; i++) {
+          // A transaction keeps its first look at pg_stat_activity unless told to look again.
+          await tx.query('SELECT pg_stat_clear_snapshot()');
           const { rows } = await tx.query<{ n: number }>(
             `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
           );
