@@ -1,5 +1,5 @@
 import type { ComponentChildren } from 'preact';
-import { useEffect, useId, useLayoutEffect, useRef } from 'preact/hooks';
+import { useId, useLayoutEffect, useRef } from 'preact/hooks';
 
 interface Props {
   open: boolean;
@@ -36,21 +36,11 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
   const restoreRef = useRef(restoreFocus);
   restoreRef.current = restoreFocus;
 
-  // A layout effect: the dialog opens or closes in the same task as its
-  // content appears or goes, never showing an open, empty dialog in between.
+  // Listening starts in a layout effect too, before the one below can open
+  // the dialog: an effect runs only after the next frame is painted, and an
+  // Esc pressed before then closed the dialog with no one listening, leaving
+  // the parent sure it was still open (and unable to open it again).
   useLayoutEffect(() => {
-    const dialog = ref.current;
-    if (!dialog) return;
-    if (open && !dialog.open) {
-      opener.current = document.activeElement;
-      dialog.showModal();
-    } else if (!open && dialog.open) {
-      dialog.close();
-      restoreFocus();
-    }
-  }, [open]);
-
-  useEffect(() => {
     const dialog = ref.current!;
     // Esc: let the parent decide (it owns `open`); the browser would close it behind its back.
     const cancel = (e: Event) => {
@@ -72,6 +62,20 @@ export function Dialog({ open, title, onClose, children, footer, testId, wide = 
       if (dialog.open) dialog.close();
     };
   }, []);
+
+  // A layout effect: the dialog opens or closes in the same task as its
+  // content appears or goes, never showing an open, empty dialog in between.
+  useLayoutEffect(() => {
+    const dialog = ref.current;
+    if (!dialog) return;
+    if (open && !dialog.open) {
+      opener.current = document.activeElement;
+      dialog.showModal();
+    } else if (!open && dialog.open) {
+      dialog.close();
+      restoreFocus();
+    }
+  }, [open]);
 
   return (
     <dialog ref={ref} class={`dialog${wide ? ' dialog-wide' : ''}`} aria-labelledby={titleId} data-testid={testId}>
