@@ -1,6 +1,6 @@
 import type { DispatcherConfig } from '../config.ts';
 import { unixSeconds, type Clock } from '../core/clock.ts';
-import { uuidV7 } from '../core/ids.ts';
+import { UuidV7Maker } from '../core/ids.ts';
 import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import type { Send } from '../outbound/send.ts';
 import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
@@ -35,6 +35,7 @@ export function createAttempter(p: {
   const openSecret = secretOpener(p.encryptionKey);
   const customHeadersOf = headersOpener(p.encryptionKey);
   const openPreviousSecret = secretOpener(p.encryptionKey);
+  const attemptIds = new UuidV7Maker();
   // Expired previous secrets already being erased, so a claim of many
   // deliveries to the endpoint erases it once.
   const erasing = new Set<string>();
@@ -70,7 +71,7 @@ export function createAttempter(p: {
     }
     // Signed now, as it is sent: the timestamp is the send time.
     const startedAt = clock();
-    const id = uuidV7(startedAt.getTime());
+    const id = attemptIds.next(startedAt.getTime());
     let headers: Record<string, string>;
     try {
       headers = buildRequestHeaders({

@@ -22,8 +22,8 @@ export interface Seen {
 export type SeenResult = DeliveryResult & { seen?: Seen };
 
 /** A claimed delivery's result with nothing sent (skipped, or given back unsent). */
-export function unsent(d: ClaimedDelivery, outcome: ResultOutcome, error: string | null = null): DeliveryResult {
-  return { deliveryId: d.id, leaseToken: d.lease_token, endpointId: d.endpoint_id, outcome, retryInMs: null, status: null, error, throttle: null, attempt: null };
+export function unsent(d: ClaimedDelivery, outcome: ResultOutcome, error: string | null = null): SeenResult {
+  return { deliveryId: d.id, leaseToken: d.lease_token, endpointId: d.endpoint_id, outcome, retryInMs: null, status: null, error, throttle: null, attempt: null, seen: undefined };
 }
 
 /**
@@ -50,12 +50,17 @@ export function resultOf(
     if (next) [outcome, retryInMs] = ['retry', next.getTime() - p.now.getTime()];
     else error = `${error}; gave up after ${p.schedule.maxRetries + 1} attempts`;
   }
+  // Every field written out, in unsent's order: a result has one shape,
+  // whichever way it was made, and the recorder reads it without a lookup.
   return {
-    ...unsent(d, outcome, error),
+    deliveryId: d.id,
+    leaseToken: d.lease_token,
+    endpointId: d.endpoint_id,
+    outcome,
     retryInMs,
     status: verdict.status,
+    error,
     throttle: verdict.status === 429 || verdict.status === 503 ? { retryAfterMs: retryAfterMs ?? null } : null,
-    seen: { result: resultLabel(sent.result), eventCreatedAt: outcome === 'succeeded' ? envelopeCreatedAt(d.body) : null },
     attempt: {
       id: sentAs.id,
       accountId: d.account_id,
@@ -75,6 +80,7 @@ export function resultOf(
       responseExcerpt: sent.excerpt,
       testBody: null,
     },
+    seen: { result: resultLabel(sent.result), eventCreatedAt: outcome === 'succeeded' ? envelopeCreatedAt(d.body) : null },
   };
 }
 
