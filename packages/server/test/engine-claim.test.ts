@@ -215,6 +215,30 @@ for (const engine of ENGINES) {
       assert.deepEqual(claimed.filter((c) => c.endpoint_id === fresh).map((c) => c.id), [due], 'the fresh endpoint gets a turn');
     });
 
+    test("endpoints behind one origin share its room in turns, each reading only a share of it, and the claim fills the room", async () => {
+      const endpoints = await Promise.all(Array.from({ length: 10 }, () => addEndpoint({ host: 'shared.example.com' })));
+      for (const ep of endpoints) await addDeliveries(ep, 20);
+      const claimed = await claim(db, T0, { originCap: 64, endpointCap: 64, limit: 100 });
+      assert.equal(claimed.length, 64, "the origin's whole room");
+      const perEndpoint = endpoints.map((ep) => claimed.filter((c) => c.endpoint_id === ep).length);
+      assert.ok(perEndpoint.every((n) => n === 6 || n === 7), `each endpoint gets its turns: ${perEndpoint.join(', ')}`);
+    });
+
+    test("an endpoint with a backlog fills its origin's room once the origin's other endpoints have nothing more to send", async () => {
+      const backlogged = await addEndpoint({ host: 'shared.example.com' });
+      const quiet = await Promise.all(Array.from({ length: 9 }, () => addEndpoint({ host: 'shared.example.com' })));
+      await addDeliveries(backlogged, 100);
+      for (const ep of quiet) await addDeliveries(ep, 1);
+      // Ten endpoints with due rows: the backlogged one reads twice its share
+      // (14 rows), the quiet ones their one each.
+      const first = await claim(db, T0, { originCap: 64, endpointCap: 64, limit: 100 });
+      assert.equal(first.length, 23);
+      // The quiet endpoints' rows are all in flight: they take no share now.
+      const second = await claim(other, at(1), { originCap: 64, endpointCap: 64, limit: 100 });
+      assert.equal(second.length, 41, "the rest of the origin's room");
+      assert.ok(second.every((c) => c.endpoint_id === backlogged));
+    });
+
     test("an endpoint at its cap with a 5,000-row backlog does not hide another endpoint's due row", async () => {
       const busy = await addEndpoint();
       const quiet = await addEndpoint();

@@ -6,10 +6,11 @@
 -- sorted twice to hand the room out in turns. That sorting was half of what
 -- a claim cost when many endpoints share one origin (a Zapier, a Slack).
 -- Now an endpoint reads at most twice its share (the origin's room divided
--- among its endpoints that have room): the turns need no more while the
--- endpoints have due rows alike, and the margin lets one with more take up
--- what another lacks. When they are very uneven a claim may take a little
--- less than the origin's room; the next claim takes the rest.
+-- among its endpoints that have room and a due row not yet in flight): the
+-- turns need no more while the endpoints have due rows alike, and the margin
+-- lets one with more take up what another lacks. When they are very uneven
+-- a claim may take less than the origin's room; the next claim, in which the
+-- endpoints with nothing more to send take no share, takes the rest.
 
 DROP FUNCTION herald_claim(timestamptz, int, int, int, int, uuid);
 
@@ -84,11 +85,21 @@ BEGIN
       LEFT JOIN busy b ON b.endpoint_id = ep.id
       LEFT JOIN origin_busy ob ON ob.origin = ep.origin
   ), endpoint_reads AS MATERIALIZED (
-    -- How many due rows each endpoint with room reads: its room, and no
-    -- more than twice its share of its origin's room.
+    -- How many due rows each endpoint reads: its room, and no more than
+    -- twice its share of its origin's room, shared among the origin's
+    -- endpoints that have room and a due row not in flight (one index probe
+    -- each): an endpoint whose every due row is in flight already takes no
+    -- share, so one with a backlog behind an origin of many quiet endpoints
+    -- still fills the origin's room.
     SELECT er.*, LEAST(er.room, 2 * ceil(er.origin_room::numeric / count(*) OVER (PARTITION BY er.origin))::int) AS reads
       FROM endpoint_room er
      WHERE er.room > 0
+       AND EXISTS (
+         SELECT 1 FROM deliveries d
+          WHERE d.endpoint_id >= er.endpoint_id AND d.endpoint_id <= er.endpoint_id
+            AND d.state = 'pending' AND d.next_attempt_at <= v_now
+            AND d.id <> ALL (er.in_flight_ids)
+       )
   ), candidates AS (
     -- Each endpoint's oldest due rows, up to what it reads, through
     -- deliveries_pending_by_endpoint, passing over those in flight: at most
