@@ -367,6 +367,39 @@ for (const engine of ENGINES) {
       for (const id of ids) assert.equal((await delivery(id)).lost_attempts, 1);
     });
 
+    test('an attempt row keeps what the worker sent: its start to the millisecond, an empty, absent or odd excerpt, an error with quotes and commas', async () => {
+      const ep = await addEndpoint();
+      await addDeliveries(ep, 3);
+      const [a, b, c] = await claim(db, T0);
+      const startedAt = new Date('2026-11-26T12:34:56.789Z');
+      const withExcerpt = (r: DeliveryResult, excerpt: Buffer | null, error: string | null): DeliveryResult => ({
+        ...r,
+        error,
+        attempt: { ...r.attempt!, startedAt, responseExcerpt: excerpt, error },
+      });
+      const odd = Buffer.from('{"a": "b,c"} \\ NULL \n', 'utf8');
+      const results = [
+        withExcerpt(result(a!, 'failed', { status: 400 }), odd, 'HTTP 400: "bad", {very} bad'),
+        withExcerpt(result(b!, 'failed', { status: 400 }), Buffer.alloc(0), 'NULL'),
+        withExcerpt(result(c!, 'succeeded'), null, null),
+      ];
+      await record(results, at(1));
+      const { rows } = await db.query<{ id: string; started_at: Date; response_excerpt: Buffer | null; error: string | null }>(
+        'SELECT id, started_at, response_excerpt, error FROM attempts WHERE endpoint_id = $1',
+        [ep],
+      );
+      const byId = new Map(rows.map((r) => [r.id, r]));
+      const row = (r: DeliveryResult) => byId.get(r.attempt!.id)!;
+      assert.equal(rows.length, 3);
+      for (const r of results) assert.equal(row(r).started_at.getTime(), startedAt.getTime());
+      assert.deepEqual(row(results[0]!).response_excerpt, odd);
+      assert.equal(row(results[0]!).error, 'HTTP 400: "bad", {very} bad');
+      assert.deepEqual(row(results[1]!).response_excerpt, Buffer.alloc(0));
+      assert.equal(row(results[1]!).error, 'NULL', 'the text NULL, not a missing error');
+      assert.equal(row(results[2]!).response_excerpt, null);
+      assert.equal(row(results[2]!).error, null);
+    });
+
     test('fencing: a result with a stale lease token changes nothing, but its attempt is logged', async () => {
       const ep = await addEndpoint();
       const [id] = await addDeliveries(ep, 1);

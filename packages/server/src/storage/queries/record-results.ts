@@ -312,7 +312,7 @@ export async function recordResults(
           plainArray(sent.map((a) => a.outcome)),
           textArray(sent.map((a) => a.error)),
           textArray(sent.map((a) => a.signature)),
-          plainArray(sent.map((a) => a.responseExcerpt?.toString('base64'))),
+          textArray(sent.map((a) => a.responseExcerpt?.toString('base64'))),
           textArray(sent.map((a) => a.url)),
         ],
         { name: 'herald_record_attempts' },
