@@ -5,9 +5,9 @@ import { buildRequestHeaders, signatureOf } from '../core/request-headers.ts';
 import type { Send } from '../outbound/send.ts';
 import type { ClaimedDelivery } from '../storage/queries/claim-deliveries.ts';
 import type { DeliveryResult } from '../storage/queries/record-results.ts';
-import { headersOpener } from './headers-opener.ts';
+import { headersOpener, secretOpener } from './openers.ts';
 import type { Logger } from './record.ts';
-import { resultOf, secretOpener, unsent } from './results.ts';
+import { resultOf, unsent } from './results.ts';
 
 /** A delivery is sent only while its lease has the request's deadline and this much more left. */
 const LEASE_MARGIN_MS = 1_000;

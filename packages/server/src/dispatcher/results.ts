@@ -1,5 +1,4 @@
 import type { RetrySchedule } from '../config.ts';
-import { decryptSecret } from '../core/secrets.ts';
 import { envelopeCreatedAt } from '../core/envelope.ts';
 import { classifyOutcome, resultLabel } from '../core/outcome.ts';
 import { nextAttemptAt, parseRetryAfter } from '../core/retry-policy.ts';
@@ -81,24 +80,5 @@ export function resultOf(
       testBody: null,
     },
     seen: { result: resultLabel(sent.result), eventCreatedAt: outcome === 'succeeded' ? envelopeCreatedAt(d.body) : null },
-  };
-}
-
-const SECRETS_CACHED = 10_000;
-
-/**
- * Opens endpoints' signing secrets, keeping each with the ciphertext it came
- * from: a rotation stores a new ciphertext, so the new secret signs the very
- * next attempt. One opener per column (the current secret, the previous one).
- */
-export function secretOpener(encryptionKey: Buffer): (endpointId: string, encrypted: Buffer) => string {
-  const secrets = new Map<string, { encrypted: Buffer; secret: string }>();
-  return (endpointId, encrypted) => {
-    const hit = secrets.get(endpointId);
-    if (hit?.encrypted.equals(encrypted)) return hit.secret;
-    const secret = decryptSecret(encryptionKey, encrypted, endpointId);
-    if (secrets.size >= SECRETS_CACHED) secrets.clear();
-    secrets.set(endpointId, { encrypted, secret });
-    return secret;
   };
 }
