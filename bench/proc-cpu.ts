@@ -17,3 +17,10 @@ export function cpuMs(pids: readonly number[]): number {
   }
   return (ticks * 1000) / CLK_TCK;
 }
+
+/** The whole machine's CPU ticks since boot: busy and all (first line of /proc/stat). */
+export function machineTicks(): { busy: number; all: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  const all = f.reduce((a, b) => a + b, 0);
+  return { busy: all - f[3]! - f[4]!, all };
+}

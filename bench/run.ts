@@ -7,19 +7,18 @@
  *
  *   npm run bench -- --events 20000 --endpoints 10 --rate 1000 --warmup 5 --seconds 10 --engines pglite,postgres
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { fileURLToPath } from 'node:url';
 import pg from 'pg';
 import { Agent, request } from 'undici';
-import { READY_LINE } from '../packages/server/src/cli/banner.ts';
 import { buildRequestHeaders } from '../packages/server/src/core/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
-import { CLK_TCK, cpuMs } from './proc-cpu.ts';
+import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
+import { apiClient, CA, herald as startHerald, peakRssMiB, setupAccount, startReceiver as startReceiverOn, stopProcess, type Receiver, type ReceiverStats } from './harness.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -54,95 +53,10 @@ const WARMUP = Number(opts.warmup);
 // Herald's default HERALD_ENDPOINT_CONCURRENCY and HERALD_ORIGIN_CONCURRENCY; the ceiling uses as many connections.
 const ENDPOINT_CONCURRENCY = 64;
 
-const root = new URL('..', import.meta.url);
-// The built CLI, run with plain node as in production (`npm run bench` builds first).
-const CLI = fileURLToPath(new URL('packages/server/dist/cli/index.js', root));
-const CA = fileURLToPath(new URL('packages/server/test/fixtures/tls/ca.pem', root));
-// The bench's own helpers (the receiver) are TypeScript.
-const nodeArgs = ['--conditions=source', '--import', 'tsx'];
-
-interface ReceiverStats {
-  count: number;
-  first: number;
-  last: number;
-  latencies: number[];
-  /** Each latency's event's created_at (ms). */
-  created: number[];
-}
-
-function startReceiver(): Promise<{ child: ChildProcess; port: number; ports: number[]; stats(full?: boolean): Promise<ReceiverStats>; reset(): void }> {
-  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs, env: { ...process.env, HERALD_BENCH_PORTS: String(ORIGINS) } });
-  return new Promise((resolve) => {
-    child.once('message', (m: { port: number; ports: number[] }) =>
-      resolve({
-        child,
-        port: m.port,
-        ports: m.ports,
-        // Polls ask for the count alone: the latencies are sent once, at the end.
-        stats: (full = false) =>
-          new Promise((r) => {
-            child.once('message', (s) => r(s as ReceiverStats));
-            child.send({ cmd: full ? 'stats' : 'count' });
-          }),
-        reset: () => child.send({ cmd: 'reset' }),
-      }),
-    );
-  });
-}
-
-const START_TIMEOUT_MS = 60_000;
-const STOP_TIMEOUT_MS = 30_000;
-
-/** Starts Herald; `startMs` is the time from spawning it to its API listening. */
-function herald(args: string[], env: Record<string, string>): Promise<{ child: ChildProcess; url: string; startMs: number }> {
-  const profile = opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : [];
-  const spawnedAt = performance.now();
-  const child = spawn(process.execPath, [...profile, CLI, ...args], {
-    env: { ...process.env, NODE_EXTRA_CA_CERTS: CA, HERALD_LOG_LEVEL: 'warn', ...env },
-    stdio: ['ignore', 'inherit', 'pipe'],
-  });
-  let err = '';
-  let listeningAt = 0;
-  return new Promise((resolve, reject) => {
-    // A process that neither comes up nor exits (stuck on a lock, say) fails the bench instead of hanging it.
-    const stuck = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`herald ${args.join(' ')} did not start within ${START_TIMEOUT_MS / 1000} s:\n${err}`));
-    }, START_TIMEOUT_MS);
-    child.stderr!.on('data', (c: Buffer) => {
-      err += c.toString();
-      if (!listeningAt && (err.includes('API: ') || err.includes(READY_LINE))) listeningAt = performance.now();
-      if (err.includes(READY_LINE)) {
-        clearTimeout(stuck);
-        resolve({ child, url: /API: (\S+)/.exec(err)?.[1] ?? '', startMs: listeningAt - spawnedAt });
-      }
-    });
-    child.on('exit', (code) => {
-      clearTimeout(stuck);
-      reject(new Error(`herald ${args.join(' ')} exited ${code}:\n${err}`));
-    });
-  });
-}
-
-function run(args: string[], env: Record<string, string>): Promise<string> {
-  const child = spawn(process.execPath, [CLI, ...args, '--json'], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
-  let out = '';
-  child.stdout!.on('data', (c: Buffer) => (out += c.toString()));
-  return new Promise((resolve, reject) => child.on('exit', (code) => (code === 0 ? resolve(out) : reject(new Error(`${args.join(' ')} exited ${code}`)))));
-}
-
-const api = new Agent({ connections: 32 });
-async function call(url: string, key: string, path: string, body: unknown): Promise<any> {
-  const res = await request(`${url}${path}`, {
-    method: 'POST',
-    dispatcher: api,
-    headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json = await res.body.json();
-  if (res.statusCode >= 300) throw new Error(`${path}: ${res.statusCode} ${JSON.stringify(json)}`);
-  return json;
-}
+const startReceiver = () => startReceiverOn(ORIGINS);
+const herald = (args: string[], env: Record<string, string>) => startHerald(args, env, opts.profile ? ['--cpu-prof', `--cpu-prof-dir=${opts.profile}`] : []);
+const api = apiClient();
+const call = api.call;
 
 const percentile = (xs: number[], p: number) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -240,15 +154,7 @@ function cpuSince(
   };
 }
 
-/** The whole machine's CPU ticks: busy and all (first line of /proc/stat). */
-function machineTicks(): { busy: number; all: number } {
-  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
-  const all = f.reduce((a, b) => a + b, 0);
-  return { busy: all - f[3]! - f[4]!, all };
-}
-const peakRssMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
-
-async function waitFor(receiver: Awaited<ReturnType<typeof startReceiver>>, n: number, timeoutMs: number): Promise<ReceiverStats> {
+async function waitFor(receiver: Receiver, n: number, timeoutMs: number): Promise<ReceiverStats> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const s = await receiver.stats();
@@ -256,11 +162,6 @@ async function waitFor(receiver: Awaited<ReturnType<typeof startReceiver>>, n: n
     if (Date.now() > deadline) throw new Error(`only ${s.count} of ${n} deliveries arrived in ${timeoutMs / 1000} s`);
     await new Promise((r) => setTimeout(r, 100));
   }
-}
-
-async function setupAccount(env: Record<string, string>): Promise<string> {
-  const account = JSON.parse(await run(['accounts', 'create', '--name', 'Bench Logistics'], env)) as { id: string };
-  return (JSON.parse(await run(['keys', 'create', '--account', account.id], env)) as { key: string }).key;
 }
 
 interface Result {
@@ -348,19 +249,8 @@ async function benchEngine(engine: 'pglite' | 'postgres'): Promise<Omit<Result, 
     // bench's stdout, so the bench would never exit).
     const started = (child: ChildProcess) => {
       processes.push(child);
-      cleanups.push(
-        () =>
-          new Promise<void>((r) => {
-            if (child.exitCode !== null || child.signalCode !== null) return r();
-            // Herald's own shutdown grace is 15 s; one that outlives it by far is killed.
-            const kill = setTimeout(() => child.kill('SIGKILL'), STOP_TIMEOUT_MS);
-            child.once('exit', () => {
-              clearTimeout(kill);
-              r();
-            });
-            child.kill('SIGTERM');
-          }),
-      );
+      // Herald's own shutdown grace is 15 s; one that outlives it by far is killed.
+      cleanups.push(() => stopProcess(child));
     };
     const h = await herald(['start', ...(split ? ['--role', 'api'] : [])], env);
     console.log(`herald start (${engine}): API listening ${fmt(h.startMs)} ms after the process was spawned`);
