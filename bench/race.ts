@@ -1,0 +1,302 @@
+/**
+ * `npm run bench -- --race`: Herald against the senders people would
+ * otherwise pick, on the same machine and the same HTTPS receiver, each
+ * draining the same backlog of signed deliveries. Every contender does the
+ * same durable work: the backlog is in its store before it starts, each
+ * attempt is recorded there, each request is signed. Rounds are interleaved
+ * (each round runs every contender once, in a rotated order) and each figure
+ * is the median over the rounds.
+ *
+ * Measured from the first request the receiver gets to the last, so that
+ * start-up is left out alike: deliveries per second, and CPU time per 1,000
+ * deliveries of the contender's processes, of its store (the PostgreSQL
+ * backends serving its database, or its Redis server) and of the whole
+ * machine; also peak memory of the contender's processes.
+ *
+ *   npm run bench -- --race --deliveries 20000 --rounds 3
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createConnection } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import pg from 'pg';
+import { apiClient, CA, herald, nodeArgs, peakRssMiB, setupAccount, startReceiver, stopProcess, type Receiver } from './harness.ts';
+import { backlog } from './race/contender.ts';
+import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
+
+const { values: opts } = parseArgs({
+  options: {
+    race: { type: 'boolean' },
+    deliveries: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '3' },
+    contenders: { type: 'string', default: 'ceiling,herald-postgres,herald-embedded,pg-boss,bullmq,bullmq-aof,naive' },
+    'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
+  },
+});
+const DELIVERIES = Number(opts.deliveries);
+/** Herald's default cap of requests in flight to one origin; the peers get as many. */
+const CONCURRENCY = 64;
+const REDIS_PORT = 6390;
+
+interface Measured {
+  rate: number;
+  /** CPU ms per 1,000 deliveries. */
+  own: number;
+  store: number;
+  receiver: number;
+  machine: number;
+  rssMiB: number;
+}
+
+/** What a contender runs on, and how to start it once its backlog is queued. */
+interface Running {
+  /** The contender's own processes. */
+  pids(): number[];
+  /** Its store's processes (PostgreSQL backends, a Redis server); empty when the store is in its own process. */
+  storePids(): Promise<number[]>;
+  go(): Promise<void>;
+  /** Why a process of the contender ended before the race stopped it, if one did. */
+  failure(): string | undefined;
+  stop(): Promise<void>;
+}
+
+/** Watches processes for an exit the race did not ask for. */
+function watch(children: ChildProcess[]): { add(child: ChildProcess): void; failure(): string | undefined; stopping(): void } {
+  let failure: string | undefined;
+  let stopping = false;
+  const add = (child: ChildProcess) =>
+    child.once('exit', (code, signal) => {
+      if (!stopping) failure ??= `a process exited (${code ?? signal}) before the race ended`;
+    });
+  children.forEach(add);
+  return { add, failure: () => failure, stopping: () => void (stopping = true) };
+}
+
+const machineBusyMs = () => (machineTicks().busy * 1000) / CLK_TCK;
+
+/** A database of the race's own on the PostgreSQL server; `drop` removes it. */
+async function scratchDatabase(tag: string) {
+  const name = `race_${tag.replace(/\W/g, '_')}_${process.pid}`;
+  const admin = new pg.Client({ connectionString: opts['database-url'] });
+  await admin.connect();
+  await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+  await admin.query(`CREATE DATABASE ${name}`);
+  const url = new URL(opts['database-url']!);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    backends: async () => (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])).rows.map((r) => r.pid),
+    drop: async () => {
+      await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+      await admin.end();
+    },
+  };
+}
+
+const portOpen = (port: number) =>
+  new Promise<boolean>((resolve) => {
+    const socket = createConnection(port, '127.0.0.1');
+    socket.once('connect', () => (socket.end(), resolve(true))).once('error', () => resolve(false));
+  });
+
+/** A Redis server of the race's own, keeping nothing on disk or (`aof`) appending every write to its log, fsynced every second. */
+async function redisServer(aof: boolean) {
+  const dir = mkdtempSync(join(tmpdir(), 'race-redis-'));
+  const child = spawn('redis-server', ['--port', String(REDIS_PORT), '--bind', '127.0.0.1', '--save', '', '--dir', dir, '--appendonly', aof ? 'yes' : 'no', '--appendfsync', 'everysec'], { stdio: 'ignore' });
+  // Up once it takes connections; `redis-server` takes well under a second.
+  for (let i = 0; !(await portOpen(REDIS_PORT)); i++) {
+    if (i > 100) throw new Error('redis-server did not start');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  return {
+    url: `redis://127.0.0.1:${REDIS_PORT}`,
+    pid: child.pid!,
+    stop: async () => {
+      await new Promise<void>((r) => (child.exitCode !== null ? r() : (child.once('exit', () => r()), child.kill('SIGTERM'))));
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** A peer's process (bench/race/<name>.ts): it queues its backlog, says it is ready, and sends on `go`. */
+async function peer(name: string, receiver: Receiver, store: { databaseUrl?: string; redisUrl?: string }): Promise<{ child: ChildProcess; go(): void }> {
+  const child = fork(fileURLToPath(new URL(`race/${name}.ts`, import.meta.url)), {
+    execArgv: nodeArgs,
+    env: {
+      ...process.env,
+      NODE_EXTRA_CA_CERTS: CA,
+      RACE_URL: `https://localhost:${receiver.port}/race`,
+      RACE_DELIVERIES: String(DELIVERIES),
+      RACE_CONCURRENCY: String(CONCURRENCY),
+      RACE_DATABASE_URL: store.databaseUrl ?? '',
+      RACE_REDIS_URL: store.redisUrl ?? '',
+    },
+  });
+  await new Promise<void>((resolve, reject) => {
+    child.once('message', () => resolve());
+    child.once('exit', (code) => reject(new Error(`${name} exited ${code} before it was ready`)));
+  });
+  return { child, go: () => child.send('go') };
+}
+
+/** Herald on `engine`: the backlog is published through an API-only process, then the deliverers start. */
+async function heraldContender(engine: 'postgres' | 'embedded', receiver: Receiver): Promise<Running> {
+  const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let storePids = async (): Promise<number[]> => [];
+  if (engine === 'embedded') {
+    const dir = mkdtempSync(join(tmpdir(), 'race-herald-'));
+    cleanups.push(() => rmSync(dir, { recursive: true, force: true }));
+    env.HERALD_DATA_DIR = dir;
+  } else {
+    const db = await scratchDatabase('herald');
+    cleanups.push(db.drop);
+    storePids = db.backends;
+    env.DATABASE_URL = db.url;
+    env.HERALD_ENCRYPTION_KEY = randomBytes(32).toString('base64');
+  }
+  const key = await setupAccount(env);
+  const api = apiClient();
+  const publisher = await herald(['start', '--role', 'api'], env);
+  const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
+  await api.call(publisher.url, key, '/v1/endpoints', { url: `https://localhost:${receiver.port}/race`, event_types: all });
+  const events = backlog(DELIVERIES).map((b) => {
+    const { type, data } = JSON.parse(b) as { type: string; data: unknown };
+    return { type, data };
+  });
+  for (let i = 0; i < events.length; i += 100) await api.call(publisher.url, key, '/v1/events/batch', { events: events.slice(i, i + 100) });
+  await api.close();
+  // On PostgreSQL the API stays up, as it would in production; the embedded
+  // engine is one process, so the publisher makes way for it.
+  const processes: ChildProcess[] = [];
+  if (engine === 'postgres') processes.push(publisher.child);
+  else await stopProcess(publisher.child);
+  const watched = watch(processes);
+  return {
+    pids: () => processes.map((p) => p.pid!),
+    storePids,
+    go: async () => {
+      const { child } = await herald(engine === 'postgres' ? ['start', '--role', 'worker'] : ['start'], env);
+      processes.push(child);
+      watched.add(child);
+    },
+    failure: watched.failure,
+    stop: async () => {
+      watched.stopping();
+      for (const p of processes) await stopProcess(p);
+      for (const c of cleanups.reverse()) await c();
+    },
+  };
+}
+
+async function peerContender(name: string, receiver: Receiver): Promise<Running> {
+  const cleanups: Array<() => Promise<void> | void> = [];
+  let storePids = async (): Promise<number[]> => [];
+  const store: { databaseUrl?: string; redisUrl?: string } = {};
+  if (name === 'naive' || name === 'pg-boss') {
+    const db = await scratchDatabase(name);
+    cleanups.push(db.drop);
+    storePids = db.backends;
+    store.databaseUrl = db.url;
+  } else if (name.startsWith('bullmq')) {
+    const redis = await redisServer(name === 'bullmq-aof');
+    cleanups.push(redis.stop);
+    storePids = async () => [redis.pid];
+    store.redisUrl = redis.url;
+  }
+  const p = await peer(name === 'bullmq-aof' ? 'bullmq' : name, receiver, store);
+  const watched = watch([p.child]);
+  return {
+    pids: () => [p.child.pid!],
+    storePids,
+    go: async () => p.go(),
+    failure: watched.failure,
+    stop: async () => {
+      watched.stopping();
+      p.child.kill('SIGKILL');
+      for (const c of cleanups.reverse()) await c();
+    },
+  };
+}
+
+/** One contender, one backlog: measured from the receiver's first request to its last. */
+async function raceOne(name: string): Promise<Measured> {
+  const receiver = await startReceiver(1);
+  let running: Running | undefined;
+  try {
+    running = name.startsWith('herald-') ? await heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', receiver) : await peerContender(name, receiver);
+    await running.go();
+    const snapshot = async () => ({
+      at: Date.now(),
+      own: cpuMs(running!.pids()),
+      store: cpuMs(await running!.storePids()),
+      receiver: cpuMs([receiver.child.pid!]),
+      machine: machineBusyMs(),
+    });
+    let first: Awaited<ReturnType<typeof snapshot>> | undefined;
+    const deadline = Date.now() + 15 * 60_000;
+    for (;;) {
+      const { count } = await receiver.stats();
+      if (count > 0) first ??= await snapshot();
+      if (count >= DELIVERIES) break;
+      const failure = running.failure();
+      if (failure) throw new Error(`${name}: ${failure}, after ${count} of ${DELIVERIES} deliveries`);
+      if (Date.now() > deadline) throw new Error(`${name}: only ${count} of ${DELIVERIES} deliveries arrived in 15 minutes`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const last = await snapshot();
+    const stats = await receiver.stats();
+    const per = (ms: number) => (ms * 1000) / DELIVERIES;
+    return {
+      rate: (DELIVERIES - 1) / ((stats.last - stats.first) / 1000),
+      own: per(last.own - first!.own),
+      store: per(last.store - first!.store),
+      receiver: per(last.receiver - first!.receiver),
+      machine: per(last.machine - first!.machine),
+      rssMiB: running.pids().reduce((sum, pid) => sum + peakRssMiB(pid), 0),
+    };
+  } finally {
+    await running?.stop();
+    receiver.child.kill();
+  }
+}
+
+const contenders = opts.contenders!.split(',');
+const rounds = Number(opts.rounds);
+const results = new Map<string, Measured[]>(contenders.map((c) => [c, []]));
+for (let round = 0; round < rounds; round++) {
+  // Rotated each round, so that no contender always runs first, or after the same one.
+  const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
+  for (const name of order) {
+    const m = await raceOne(name);
+    results.get(name)!.push(m);
+    console.log(`round ${round + 1}, ${name}: ${Math.round(m.rate)} deliveries/s, CPU ms per 1,000: own ${Math.round(m.own)}, store ${Math.round(m.store)}, receiver ${Math.round(m.receiver)}, machine ${Math.round(m.machine)}`);
+  }
+}
+
+const median = (xs: number[]) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+};
+const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
+const med = (name: string, f: (m: Measured) => number) => median(results.get(name)!.map(f));
+const ceiling = contenders.includes('ceiling') ? med('ceiling', (m) => m.rate) : NaN;
+const ceilingCpu = contenders.includes('ceiling') ? med('ceiling', (m) => m.own + m.store) : NaN;
+console.log(
+  `\n| contender | deliveries/s | share of the ceiling | CPU ms per 1,000: own + store | ratio to the ceiling's CPU | deliveries per CPU-second (own + store) | the whole machine, CPU ms per 1,000 | in receivers | peak memory |`,
+);
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+for (const name of contenders) {
+  const rate = med(name, (m) => m.rate);
+  const cpu = med(name, (m) => m.own + m.store);
+  console.log(
+    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB |`,
+  );
+}
+console.log(
+  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's.`,
+);

@@ -1,0 +1,74 @@
+/**
+ * What every contender of the race shares: its settings from the race, the
+ * event bodies, the signed request, and the race's protocol. A contender is
+ * a process of its own: it makes its store and queues the whole backlog
+ * (durably, as it would in production), says it is ready, and starts sending
+ * when the race says go; the race counts the receipts and stops it.
+ */
+import { randomUUID } from 'node:crypto';
+import { Agent, request } from 'undici';
+import { buildRequestHeaders } from '../../packages/server/src/core/request-headers.ts';
+import { logisticsEvents } from '../workload.ts';
+
+export const settings = {
+  /** The receiver's address, to which every request goes. */
+  url: process.env.RACE_URL!,
+  deliveries: Number(process.env.RACE_DELIVERIES),
+  /** Requests in flight at most, where the contender lets one set it: Herald's per-origin cap. */
+  concurrency: Number(process.env.RACE_CONCURRENCY),
+  databaseUrl: process.env.RACE_DATABASE_URL ?? '',
+  redisUrl: process.env.RACE_REDIS_URL ?? '',
+};
+
+/** The signing secret every contender signs with, as Herald would sign for an endpoint. */
+const SECRET = 'whsec_race';
+
+/** The backlog's events, as JSON texts in Herald's envelope (`created_at` is when it was queued). */
+export function backlog(n: number): string[] {
+  const gen = logisticsEvents();
+  return Array.from({ length: n }, () => {
+    const e = gen.next().value!;
+    return JSON.stringify({ id: randomUUID(), type: e.type, created_at: new Date().toISOString(), data: e.data });
+  });
+}
+
+/** Herald's headers for one attempt of `body`, signed now. */
+export function signed(body: string): Record<string, string> {
+  const { id, type } = JSON.parse(body) as { id: string; type: string };
+  return buildRequestHeaders({ eventType: type, eventId: id, attemptId: randomUUID(), timestamp: Math.floor(Date.now() / 1000), body: Buffer.from(body), secret: SECRET });
+}
+
+/** One attempt through undici: its status, or why it got none. Never throws. */
+export async function send(agent: Agent, body: string): Promise<{ status: number | null; error: string | null }> {
+  try {
+    const res = await request(settings.url, { method: 'POST', dispatcher: agent, headers: signed(body), body, headersTimeout: 30_000, bodyTimeout: 30_000 });
+    await res.body.dump();
+    return { status: res.statusCode, error: null };
+  } catch (err) {
+    return { status: null, error: (err as Error).message };
+  }
+}
+
+/** undici with Herald's connections per origin, the client most peers would use. */
+export function agent(): Agent {
+  return new Agent({ connections: settings.concurrency });
+}
+
+/** Runs a contender: `prepare` queues the backlog, `start` begins sending; the race ends the process. */
+export function contend(prepare: () => Promise<void>, start: () => Promise<void> | void): void {
+  prepare().then(
+    () => {
+      // Listening keeps the process (and its peak memory) until the race ends it.
+      let started = false;
+      process.on('message', () => {
+        if (!started) void start();
+        started = true;
+      });
+      process.send!({ ready: true });
+    },
+    (err: unknown) => {
+      console.error(err);
+      process.exit(1);
+    },
+  );
+}
