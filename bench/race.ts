@@ -7,13 +7,15 @@
  * (each round runs every contender once, in a rotated order) and each figure
  * is the median over the rounds.
  *
- * Measured from the first request the receiver gets to the last, so that
- * start-up is left out alike: deliveries per second, and CPU time per 1,000
- * deliveries of the contender's processes, of its store (the PostgreSQL
- * backends serving its database, or its Redis server) and of the whole
- * machine; also peak memory of the contender's processes.
+ * The backlog is measured from the first request the receiver gets to the
+ * last, so that start-up is left out alike: deliveries per second, and CPU
+ * time per 1,000 deliveries of the contender's processes, of its store (the
+ * PostgreSQL backends serving its database, or its Redis server) and of the
+ * whole machine; also peak memory of the contender's processes. Then, with a
+ * fresh store, events are queued one at a time at a steady rate while the
+ * contender sends, and publish-to-receipt latency is measured.
  *
- *   npm run bench -- --race --deliveries 20000 --rounds 3
+ *   npm run bench -- --race --deliveries 20000 --rounds 3 --rate 1000
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -25,7 +27,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { apiClient, CA, herald, nodeArgs, peakRssMiB, setupAccount, startReceiver, stopProcess, type Receiver } from './harness.ts';
-import { backlog } from './race/contender.ts';
+import { backlog, steadily } from './race/contender.ts';
 import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
 
 const { values: opts } = parseArgs({
@@ -34,10 +36,19 @@ const { values: opts } = parseArgs({
     deliveries: { type: 'string', default: '20000' },
     rounds: { type: 'string', default: '3' },
     contenders: { type: 'string', default: 'ceiling,herald-postgres,herald-embedded,pg-boss,bullmq,bullmq-aof,naive' },
+    /** The steady phase: events queued one at a time at this rate, for warm-up and then measured seconds. */
+    rate: { type: 'string', default: '1000' },
+    warmup: { type: 'string', default: '3' },
+    seconds: { type: 'string', default: '10' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
 const DELIVERIES = Number(opts.deliveries);
+const RATE = Number(opts.rate);
+const WARMUP = Number(opts.warmup);
+const SECONDS = Number(opts.seconds);
+/** A race phase: the backlog drained, or events queued one at a time at a steady rate while the contender sends. */
+type Phase = 'backlog' | 'steady';
 /** Herald's default cap of requests in flight to one origin; the peers get as many. */
 const CONCURRENCY = 64;
 const REDIS_PORT = 6390;
@@ -59,6 +70,8 @@ interface Running {
   /** Its store's processes (PostgreSQL backends, a Redis server); empty when the store is in its own process. */
   storePids(): Promise<number[]>;
   go(): Promise<void>;
+  /** Herald's API, to publish the steady phase's events through; the peers queue theirs themselves. */
+  publish?(body: string): Promise<unknown>;
   /** Why a process of the contender ended before the race stopped it, if one did. */
   failure(): string | undefined;
   stop(): Promise<void>;
@@ -123,14 +136,16 @@ async function redisServer(aof: boolean) {
 }
 
 /** A peer's process (bench/race/<name>.ts): it queues its backlog, says it is ready, and sends on `go`. */
-async function peer(name: string, receiver: Receiver, store: { databaseUrl?: string; redisUrl?: string }): Promise<{ child: ChildProcess; go(): void }> {
+async function peer(name: string, phase: Phase, receiver: Receiver, store: { databaseUrl?: string; redisUrl?: string }): Promise<{ child: ChildProcess; go(): void }> {
   const child = fork(fileURLToPath(new URL(`race/${name}.ts`, import.meta.url)), {
     execArgv: nodeArgs,
     env: {
       ...process.env,
       NODE_EXTRA_CA_CERTS: CA,
       RACE_URL: `https://localhost:${receiver.port}/race`,
-      RACE_DELIVERIES: String(DELIVERIES),
+      RACE_DELIVERIES: String(phase === 'backlog' ? DELIVERIES : 0),
+      RACE_RATE: String(phase === 'steady' ? RATE : 0),
+      RACE_SECONDS: String(WARMUP + SECONDS),
       RACE_CONCURRENCY: String(CONCURRENCY),
       RACE_DATABASE_URL: store.databaseUrl ?? '',
       RACE_REDIS_URL: store.redisUrl ?? '',
@@ -144,7 +159,7 @@ async function peer(name: string, receiver: Receiver, store: { databaseUrl?: str
 }
 
 /** Herald on `engine`: the backlog is published through an API-only process, then the deliverers start. */
-async function heraldContender(engine: 'postgres' | 'embedded', receiver: Receiver): Promise<Running> {
+async function heraldContender(engine: 'postgres' | 'embedded', phase: Phase, receiver: Receiver): Promise<Running> {
   const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
   const cleanups: Array<() => Promise<void> | void> = [];
   let storePids = async (): Promise<number[]> => [];
@@ -164,12 +179,12 @@ async function heraldContender(engine: 'postgres' | 'embedded', receiver: Receiv
   const publisher = await herald(['start', '--role', 'api'], env);
   const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
   await api.call(publisher.url, key, '/v1/endpoints', { url: `https://localhost:${receiver.port}/race`, event_types: all });
-  const events = backlog(DELIVERIES).map((b) => {
+  const events = backlog(phase === 'backlog' ? DELIVERIES : 0).map((b) => {
     const { type, data } = JSON.parse(b) as { type: string; data: unknown };
     return { type, data };
   });
   for (let i = 0; i < events.length; i += 100) await api.call(publisher.url, key, '/v1/events/batch', { events: events.slice(i, i + 100) });
-  await api.close();
+  let apiUrl = publisher.url;
   // On PostgreSQL the API stays up, as it would in production; the embedded
   // engine is one process, so the publisher makes way for it.
   const processes: ChildProcess[] = [];
@@ -180,20 +195,26 @@ async function heraldContender(engine: 'postgres' | 'embedded', receiver: Receiv
     pids: () => processes.map((p) => p.pid!),
     storePids,
     go: async () => {
-      const { child } = await herald(engine === 'postgres' ? ['start', '--role', 'worker'] : ['start'], env);
-      processes.push(child);
-      watched.add(child);
+      const started = await herald(engine === 'postgres' ? ['start', '--role', 'worker'] : ['start'], env);
+      processes.push(started.child);
+      watched.add(started.child);
+      if (engine === 'embedded') apiUrl = started.url;
+    },
+    publish: (body) => {
+      const { type, data } = JSON.parse(body) as { type: string; data: unknown };
+      return api.call(apiUrl, key, '/v1/events', { type, data });
     },
     failure: watched.failure,
     stop: async () => {
       watched.stopping();
+      await api.close();
       for (const p of processes) await stopProcess(p);
       for (const c of cleanups.reverse()) await c();
     },
   };
 }
 
-async function peerContender(name: string, receiver: Receiver): Promise<Running> {
+async function peerContender(name: string, phase: Phase, receiver: Receiver): Promise<Running> {
   const cleanups: Array<() => Promise<void> | void> = [];
   let storePids = async (): Promise<number[]> => [];
   const store: { databaseUrl?: string; redisUrl?: string } = {};
@@ -208,7 +229,7 @@ async function peerContender(name: string, receiver: Receiver): Promise<Running>
     storePids = async () => [redis.pid];
     store.redisUrl = redis.url;
   }
-  const p = await peer(name === 'bullmq-aof' ? 'bullmq' : name, receiver, store);
+  const p = await peer(name === 'bullmq-aof' ? 'bullmq' : name, phase, receiver, store);
   const watched = watch([p.child]);
   return {
     pids: () => [p.child.pid!],
@@ -223,31 +244,43 @@ async function peerContender(name: string, receiver: Receiver): Promise<Running>
   };
 }
 
+function contender(name: string, phase: Phase, receiver: Receiver): Promise<Running> {
+  return name.startsWith('herald-') ? heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', phase, receiver) : peerContender(name, phase, receiver);
+}
+
+/** Waits until the receiver has had `n` requests, calling `onFirst` at its first; fails if a process of the contender ended, or after 15 minutes. */
+async function received(name: string, receiver: Receiver, running: Running, n: number, onFirst: () => Promise<void> = async () => {}): Promise<void> {
+  const deadline = Date.now() + 15 * 60_000;
+  let first = true;
+  for (;;) {
+    const { count } = await receiver.stats();
+    if (count > 0 && first) {
+      first = false;
+      await onFirst();
+    }
+    if (count >= n) return;
+    const failure = running.failure();
+    if (failure) throw new Error(`${name}: ${failure}, after ${count} of ${n} deliveries`);
+    if (Date.now() > deadline) throw new Error(`${name}: only ${count} of ${n} deliveries arrived in 15 minutes`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
 /** One contender, one backlog: measured from the receiver's first request to its last. */
 async function raceOne(name: string): Promise<Measured> {
   const receiver = await startReceiver(1);
   let running: Running | undefined;
   try {
-    running = name.startsWith('herald-') ? await heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', receiver) : await peerContender(name, receiver);
+    running = await contender(name, 'backlog', receiver);
     await running.go();
     const snapshot = async () => ({
-      at: Date.now(),
       own: cpuMs(running!.pids()),
       store: cpuMs(await running!.storePids()),
       receiver: cpuMs([receiver.child.pid!]),
       machine: machineBusyMs(),
     });
     let first: Awaited<ReturnType<typeof snapshot>> | undefined;
-    const deadline = Date.now() + 15 * 60_000;
-    for (;;) {
-      const { count } = await receiver.stats();
-      if (count > 0) first ??= await snapshot();
-      if (count >= DELIVERIES) break;
-      const failure = running.failure();
-      if (failure) throw new Error(`${name}: ${failure}, after ${count} of ${DELIVERIES} deliveries`);
-      if (Date.now() > deadline) throw new Error(`${name}: only ${count} of ${DELIVERIES} deliveries arrived in 15 minutes`);
-      await new Promise((r) => setTimeout(r, 20));
-    }
+    await received(name, receiver, running, DELIVERIES, async () => void (first = await snapshot()));
     const last = await snapshot();
     const stats = await receiver.stats();
     const per = (ms: number) => (ms * 1000) / DELIVERIES;
@@ -265,9 +298,39 @@ async function raceOne(name: string): Promise<Measured> {
   }
 }
 
+const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};
+
+/**
+ * One contender at a steady rate: events queued one at a time (Herald's
+ * through its API, the peers' by their own process) while it sends.
+ * Publish-to-receipt: the receiver's clock minus the event's `created_at`,
+ * for the events made after the warm-up.
+ */
+async function steadyOne(name: string): Promise<{ p50: number; p99: number }> {
+  const receiver = await startReceiver(1);
+  let running: Running | undefined;
+  try {
+    running = await contender(name, 'steady', receiver);
+    await running.go();
+    const measureFrom = Date.now() + WARMUP * 1000;
+    if (running.publish) await steadily(RATE, WARMUP + SECONDS, running.publish);
+    await received(name, receiver, running, RATE * (WARMUP + SECONDS));
+    const stats = await receiver.stats(true);
+    const measured = stats.latencies.filter((_, i) => stats.created[i]! >= measureFrom);
+    return { p50: percentile(measured, 50), p99: percentile(measured, 99) };
+  } finally {
+    await running?.stop();
+    receiver.child.kill();
+  }
+}
+
 const contenders = opts.contenders!.split(',');
 const rounds = Number(opts.rounds);
 const results = new Map<string, Measured[]>(contenders.map((c) => [c, []]));
+const latencies = new Map<string, Array<{ p50: number; p99: number }>>(contenders.map((c) => [c, []]));
 for (let round = 0; round < rounds; round++) {
   // Rotated each round, so that no contender always runs first, or after the same one.
   const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
@@ -275,6 +338,11 @@ for (let round = 0; round < rounds; round++) {
     const m = await raceOne(name);
     results.get(name)!.push(m);
     console.log(`round ${round + 1}, ${name}: ${Math.round(m.rate)} deliveries/s, CPU ms per 1,000: own ${Math.round(m.own)}, store ${Math.round(m.store)}, receiver ${Math.round(m.receiver)}, machine ${Math.round(m.machine)}`);
+    if (RATE > 0) {
+      const l = await steadyOne(name);
+      latencies.get(name)!.push(l);
+      console.log(`round ${round + 1}, ${name} at ${RATE} events/s: publish-to-receipt p50 ${l.p50} ms, p99 ${l.p99} ms`);
+    }
   }
 }
 
@@ -287,16 +355,16 @@ const med = (name: string, f: (m: Measured) => number) => median(results.get(nam
 const ceiling = contenders.includes('ceiling') ? med('ceiling', (m) => m.rate) : NaN;
 const ceilingCpu = contenders.includes('ceiling') ? med('ceiling', (m) => m.own + m.store) : NaN;
 console.log(
-  `\n| contender | deliveries/s | share of the ceiling | CPU ms per 1,000: own + store | ratio to the ceiling's CPU | deliveries per CPU-second (own + store) | the whole machine, CPU ms per 1,000 | in receivers | peak memory |`,
+  `\n| contender | deliveries/s | share of the ceiling | CPU ms per 1,000: own + store | ratio to the ceiling's CPU | deliveries per CPU-second (own + store) | the whole machine, CPU ms per 1,000 | in receivers | peak memory | p50 / p99 at ${RATE} events/s |`,
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const name of contenders) {
   const rate = med(name, (m) => m.rate);
   const cpu = med(name, (m) => m.own + m.store);
   console.log(
-    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB |`,
+    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB | ${RATE > 0 ? `${fmt(median(latencies.get(name)!.map((l) => l.p50)))} / ${fmt(median(latencies.get(name)!.map((l) => l.p99)))} ms` : 'n/a'} |`,
   );
 }
 console.log(
-  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's.`,
+  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's. Latency: ${RATE} events/s queued one at a time for ${WARMUP} s of warm-up and ${SECONDS} s measured (Herald's through its API), the receiver's clock minus each event's created_at.`,
 );

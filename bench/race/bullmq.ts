@@ -14,15 +14,15 @@ const QUEUE = 'webhooks';
 const url = new URL(settings.redisUrl);
 const connection = { host: url.hostname, port: Number(url.port), maxRetriesPerRequest: null };
 const client = agent();
+const queue = new Queue(QUEUE, { connection });
+const retries = { attempts: 7, backoff: { type: 'exponential', delay: 1000 } };
 
 contend(
   async () => {
-    const queue = new Queue(QUEUE, { connection });
     const bodies = backlog(settings.deliveries);
     for (let i = 0; i < bodies.length; i += 1000) {
-      await queue.addBulk(bodies.slice(i, i + 1000).map((body) => ({ name: 'deliver', data: { body }, opts: { attempts: 7, backoff: { type: 'exponential', delay: 1000 } } })));
+      await queue.addBulk(bodies.slice(i, i + 1000).map((body) => ({ name: 'deliver', data: { body }, opts: retries })));
     }
-    await queue.close();
   },
   () => {
     new Worker<{ body: string }>(
@@ -35,4 +35,5 @@ contend(
       { connection, concurrency: settings.concurrency },
     );
   },
+  (body) => queue.add('deliver', { body }, retries),
 );

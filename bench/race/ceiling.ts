@@ -33,4 +33,7 @@ contend(
     };
     for (let i = 0; i < settings.concurrency; i++) next();
   },
+  // No queue: each event is sent as it comes.
+  (body) =>
+    new Promise<void>((resolve) => client.dispatch({ origin: url.origin, path: url.pathname, method: 'POST', headers: signed(body), body }, new Request(resolve))),
 );

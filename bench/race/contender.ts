@@ -13,7 +13,12 @@ import { logisticsEvents } from '../workload.ts';
 export const settings = {
   /** The receiver's address, to which every request goes. */
   url: process.env.RACE_URL!,
+  /** The backlog: deliveries queued before the contender starts (none in the steady phase). */
   deliveries: Number(process.env.RACE_DELIVERIES),
+  /** The steady phase: events queued one at a time at this rate while the contender sends (0: no steady phase). */
+  rate: Number(process.env.RACE_RATE ?? 0),
+  /** For how long, in seconds. */
+  seconds: Number(process.env.RACE_SECONDS ?? 0),
   /** Requests in flight at most, where the contender lets one set it: Herald's per-origin cap. */
   concurrency: Number(process.env.RACE_CONCURRENCY),
   databaseUrl: process.env.RACE_DATABASE_URL ?? '',
@@ -54,14 +59,30 @@ export function agent(): Agent {
   return new Agent({ connections: settings.concurrency });
 }
 
-/** Runs a contender: `prepare` queues the backlog, `start` begins sending; the race ends the process. */
-export function contend(prepare: () => Promise<void>, start: () => Promise<void> | void): void {
+/** The steady phase's events, `rate` a second for `seconds`, each queued (`publish`) as it is made. */
+export async function steadily(rate: number, seconds: number, publish: (body: string) => Promise<unknown>): Promise<void> {
+  const total = rate * seconds;
+  const start = Date.now();
+  // Whatever is due, then 2 ms: setTimeout cannot wait 1 ms a thousand times a second.
+  for (let sent = 0; sent < total; ) {
+    const due = Math.min(total, Math.floor(((Date.now() - start) * rate) / 1000) + 1);
+    for (; sent < due; sent++) void publish(backlog(1)[0]!).catch((err: unknown) => console.error(err));
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+/**
+ * Runs a contender: `prepare` makes its store and queues the backlog, `start`
+ * begins sending, and in the steady phase `publish` queues each event as it
+ * comes; the race ends the process.
+ */
+export function contend(prepare: () => Promise<void>, start: () => Promise<void> | void, publish: (body: string) => Promise<unknown>): void {
   prepare().then(
     () => {
       // Listening keeps the process (and its peak memory) until the race ends it.
       let started = false;
       process.on('message', () => {
-        if (!started) void start();
+        if (!started) void Promise.resolve(start()).then(() => (settings.rate > 0 ? steadily(settings.rate, settings.seconds, publish) : undefined));
         started = true;
       });
       process.send!({ ready: true });

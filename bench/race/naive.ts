@@ -68,6 +68,10 @@ async function loop(): Promise<void> {
   }
 }
 
-contend(prepare, () => {
-  for (let i = 0; i < LOOPS; i++) void loop();
-});
+contend(
+  prepare,
+  () => {
+    for (let i = 0; i < LOOPS; i++) void loop();
+  },
+  (body) => pool.query('INSERT INTO jobs (body) VALUES ($1)', [body]),
+);

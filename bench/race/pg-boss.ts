@@ -38,6 +38,10 @@ async function handle(jobs: PgBoss.Job<{ body: string }>[]): Promise<void> {
   if (results.some((r) => r.status === null || r.status >= 300)) throw new Error('a request in the batch failed');
 }
 
-contend(prepare, async () => {
-  for (let i = 0; i < HANDLERS; i++) await boss.work(QUEUE, { batchSize: BATCH, pollingIntervalSeconds: 0.5 }, handle);
-});
+contend(
+  prepare,
+  async () => {
+    for (let i = 0; i < HANDLERS; i++) await boss.work(QUEUE, { batchSize: BATCH, pollingIntervalSeconds: 0.5 }, handle);
+  },
+  (body) => boss.send(QUEUE, { body }),
+);
