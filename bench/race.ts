@@ -244,8 +244,26 @@ async function peerContender(name: string, phase: Phase, receiver: Receiver): Pr
   };
 }
 
-function contender(name: string, phase: Phase, receiver: Receiver): Promise<Running> {
-  return name.startsWith('herald-') ? heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', phase, receiver) : peerContender(name, phase, receiver);
+/** The contender and receiver running now, so that an interrupted race stops its processes and drops its database too. */
+const active = new Set<() => Promise<void>>();
+for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
+  process.once(signal, () => {
+    void (async () => {
+      for (const stop of active) await stop().catch(() => undefined);
+      process.exit(code);
+    })();
+  });
+}
+
+async function contender(name: string, phase: Phase, receiver: Receiver): Promise<Running> {
+  const running = await (name.startsWith('herald-') ? heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', phase, receiver) : peerContender(name, phase, receiver));
+  const stop = running.stop;
+  const stopOnce = async () => {
+    active.delete(stopOnce);
+    await stop();
+  };
+  active.add(stopOnce);
+  return { ...running, stop: stopOnce };
 }
 
 /** Waits until the receiver has had `n` requests, calling `onFirst` at its first; fails if a process of the contender ended, or after 15 minutes. */
