@@ -134,3 +134,9 @@ export async function setupAccount(env: Record<string, string>): Promise<string>
 
 /** A process's peak resident memory (VmHWM), in MiB. */
 export const peakRssMiB = (pid: number) => Number(/VmHWM:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+/** The `p`th percentile of `xs` (nearest rank); NaN for none. */
+export const percentile = (xs: number[], p: number) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
+};

@@ -26,7 +26,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { apiClient, CA, herald, nodeArgs, peakRssMiB, setupAccount, startReceiver, stopProcess, type Receiver } from './harness.ts';
+import { apiClient, CA, herald, nodeArgs, peakRssMiB, percentile, setupAccount, startReceiver, stopProcess, type Receiver } from './harness.ts';
 import { backlog, steadily } from './race/contender.ts';
 import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
 
@@ -315,11 +315,6 @@ async function raceOne(name: string): Promise<Measured> {
     receiver.child.kill();
   }
 }
-
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
 
 /**
  * One contender at a steady rate: events queued one at a time (Herald's

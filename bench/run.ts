@@ -18,7 +18,7 @@ import { Agent, request } from 'undici';
 import { buildRequestHeaders } from '../packages/server/src/core/request-headers.ts';
 import { logisticsEvents } from './workload.ts';
 import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
-import { apiClient, CA, herald as startHerald, peakRssMiB, setupAccount, startReceiver as startReceiverOn, stopProcess, type Receiver, type ReceiverStats } from './harness.ts';
+import { apiClient, CA, herald as startHerald, peakRssMiB, percentile, setupAccount, startReceiver as startReceiverOn, stopProcess, type Receiver, type ReceiverStats } from './harness.ts';
 
 const { values: opts } = parseArgs({
   options: {
@@ -58,10 +58,6 @@ const herald = (args: string[], env: Record<string, string>) => startHerald(args
 const api = apiClient();
 const call = api.call;
 
-const percentile = (xs: number[], p: number) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s[Math.min(s.length - 1, Math.floor((p / 100) * s.length))] ?? NaN;
-};
 /** Every PostgreSQL server process on this machine (the bench runs against a local server). */
 function postgresPids(): number[] {
   const pids: number[] = [];

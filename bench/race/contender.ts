@@ -28,13 +28,15 @@ export const settings = {
 /** The signing secret every contender signs with, as Herald would sign for an endpoint. */
 const SECRET = 'whsec_race';
 
+/** Events as JSON texts in Herald's envelope, `created_at` being when each is made. */
+function* bodies(): Generator<string> {
+  for (const e of logisticsEvents()) yield JSON.stringify({ id: randomUUID(), type: e.type, created_at: new Date().toISOString(), data: e.data });
+}
+
 /** The backlog's events, as JSON texts in Herald's envelope (`created_at` is when it was queued). */
 export function backlog(n: number): string[] {
-  const gen = logisticsEvents();
-  return Array.from({ length: n }, () => {
-    const e = gen.next().value!;
-    return JSON.stringify({ id: randomUUID(), type: e.type, created_at: new Date().toISOString(), data: e.data });
-  });
+  const made = bodies();
+  return Array.from({ length: n }, () => made.next().value as string);
 }
 
 /** Herald's headers for one attempt of `body`, signed now. */
@@ -62,11 +64,12 @@ export function agent(): Agent {
 /** The steady phase's events, `rate` a second for `seconds`, each queued (`publish`) as it is made. */
 export async function steadily(rate: number, seconds: number, publish: (body: string) => Promise<unknown>): Promise<void> {
   const total = rate * seconds;
+  const made = bodies();
   const start = Date.now();
   // Whatever is due, then 2 ms: setTimeout cannot wait 1 ms a thousand times a second.
   for (let sent = 0; sent < total; ) {
     const due = Math.min(total, Math.floor(((Date.now() - start) * rate) / 1000) + 1);
-    for (; sent < due; sent++) void publish(backlog(1)[0]!).catch((err: unknown) => console.error(err));
+    for (; sent < due; sent++) void publish(made.next().value as string).catch((err: unknown) => console.error(err));
     await new Promise((r) => setTimeout(r, 2));
   }
 }
