@@ -13,9 +13,9 @@ export interface QueryResult<R> {
 
 export interface QueryOptions {
   /**
-   * Prepare the statement once per connection under this name and reuse its
-   * plan (PostgreSQL; the embedded engine ignores it). Only for the hot
-   * statements, and a name must always carry the same text.
+   * Prepare the statement once per connection under this name and reuse it
+   * (on both engines). Only for the hot statements, and a name must always
+   * carry the same text.
    */
   name?: string;
 }
