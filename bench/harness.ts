@@ -20,6 +20,8 @@ export interface ReceiverStats {
   count: number;
   first: number;
   last: number;
+  /** Requests the hanging port took and never answered (`startReceiver`'s `hang`). */
+  hung: number;
   latencies: number[];
   /** Each latency's event's created_at (ms). */
   created: number[];
@@ -28,19 +30,25 @@ export interface Receiver {
   child: ChildProcess;
   port: number;
   ports: number[];
+  /** With `hang`: the port of an origin that takes requests and never answers them. */
+  hangPort?: number;
   stats(full?: boolean): Promise<ReceiverStats>;
   reset(): void;
 }
 
-/** The HTTPS receiver (receiver.ts) in a process of its own, listening on `origins` ports. */
-export function startReceiver(origins: number): Promise<Receiver> {
-  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), { execArgv: nodeArgs, env: { ...process.env, HERALD_BENCH_PORTS: String(origins) } });
+/** The HTTPS receiver (receiver.ts) in a process of its own, listening on `origins` ports, and with `hang` on one more that never answers. */
+export function startReceiver(origins: number, hang = false): Promise<Receiver> {
+  const child = fork(fileURLToPath(new URL('receiver.ts', import.meta.url)), {
+    execArgv: nodeArgs,
+    env: { ...process.env, HERALD_BENCH_PORTS: String(origins), HERALD_BENCH_HANG: hang ? '1' : '0' },
+  });
   return new Promise((resolve) => {
-    child.once('message', (m: { port: number; ports: number[] }) =>
+    child.once('message', (m: { port: number; ports: number[]; hangPort?: number }) =>
       resolve({
         child,
         port: m.port,
         ports: m.ports,
+        hangPort: m.hangPort,
         // Polls ask for the count alone: the latencies are sent once, at the end.
         stats: (full = false) =>
           new Promise((r) => {

@@ -13,9 +13,12 @@
  * PostgreSQL backends serving its database, or its Redis server) and of the
  * whole machine; also peak memory of the contender's processes. Then, with a
  * fresh store, events are queued one at a time at a steady rate while the
- * contender sends, and publish-to-receipt latency is measured.
+ * contender sends, and publish-to-receipt latency is measured. Last, with a
+ * fresh store again, one delivery in ten of the backlog goes to an endpoint
+ * of another origin that never answers, and the deliveries to the receiver
+ * are counted for at most `--hang-seconds` from the first.
  *
- *   npm run bench -- --race --deliveries 20000 --rounds 3 --rate 1000
+ *   npm run bench -- --race --deliveries 20000 --rounds 3 --rate 1000 --hang-seconds 20
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -27,7 +30,7 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { apiClient, CA, herald, nodeArgs, peakRssMiB, percentile, setupAccount, startReceiver, stopProcess, type Receiver } from './harness.ts';
-import { backlog, steadily } from './race/contender.ts';
+import { backlog, forTheHangingEndpoint, HANG_EVERY, steadily } from './race/contender.ts';
 import { CLK_TCK, cpuMs, machineTicks } from './proc-cpu.ts';
 
 const { values: opts } = parseArgs({
@@ -35,11 +38,13 @@ const { values: opts } = parseArgs({
     race: { type: 'boolean' },
     deliveries: { type: 'string', default: '20000' },
     rounds: { type: 'string', default: '3' },
-    contenders: { type: 'string', default: 'ceiling,herald-postgres,herald-embedded,pg-boss,bullmq,bullmq-aof,naive' },
+    contenders: { type: 'string', default: 'ceiling,herald-postgres,herald-postgres-one,herald-embedded,pg-boss,bullmq,bullmq-aof,naive' },
     /** The steady phase: events queued one at a time at this rate, for warm-up and then measured seconds. */
     rate: { type: 'string', default: '1000' },
     warmup: { type: 'string', default: '3' },
     seconds: { type: 'string', default: '10' },
+    /** The hanging phase: deliveries to the receiver are counted for at most this long from the first (0: no hanging phase). */
+    'hang-seconds': { type: 'string', default: '20' },
     'database-url': { type: 'string', default: process.env.BENCH_DATABASE_URL ?? 'postgres://postgres@127.0.0.1:5432/postgres' },
   },
 });
@@ -47,8 +52,13 @@ const DELIVERIES = Number(opts.deliveries);
 const RATE = Number(opts.rate);
 const WARMUP = Number(opts.warmup);
 const SECONDS = Number(opts.seconds);
-/** A race phase: the backlog drained, or events queued one at a time at a steady rate while the contender sends. */
-type Phase = 'backlog' | 'steady';
+const HANG_SECONDS = Number(opts['hang-seconds']);
+/**
+ * A race phase: the backlog drained; events queued one at a time at a steady
+ * rate while the contender sends; or the backlog again with one delivery in
+ * ten for an endpoint that never answers.
+ */
+type Phase = 'backlog' | 'steady' | 'hanging';
 /** Herald's default cap of requests in flight to one origin; the peers get as many. */
 const CONCURRENCY = 64;
 const REDIS_PORT = 6390;
@@ -143,7 +153,8 @@ async function peer(name: string, phase: Phase, receiver: Receiver, store: { dat
       ...process.env,
       NODE_EXTRA_CA_CERTS: CA,
       RACE_URL: `https://localhost:${receiver.port}/race`,
-      RACE_DELIVERIES: String(phase === 'backlog' ? DELIVERIES : 0),
+      RACE_HANG_URL: phase === 'hanging' ? `https://localhost:${receiver.hangPort}/race` : '',
+      RACE_DELIVERIES: String(phase === 'steady' ? 0 : DELIVERIES),
       RACE_RATE: String(phase === 'steady' ? RATE : 0),
       RACE_SECONDS: String(WARMUP + SECONDS),
       RACE_CONCURRENCY: String(CONCURRENCY),
@@ -158,8 +169,14 @@ async function peer(name: string, phase: Phase, receiver: Receiver, store: { dat
   return { child, go: () => child.send('go') };
 }
 
-/** Herald on `engine`: the backlog is published through an API-only process, then the deliverers start. */
-async function heraldContender(engine: 'postgres' | 'embedded', phase: Phase, receiver: Receiver): Promise<Running> {
+/**
+ * Herald on `engine`: the backlog is published through an API-only process,
+ * then the deliverers start. `split`: the API stays up and a worker process
+ * joins it (PostgreSQL, as production runs it); otherwise the publisher makes
+ * way for `herald start`, API and dispatcher in one process (the default,
+ * and the embedded engine's only way).
+ */
+async function heraldContender(engine: 'postgres' | 'embedded', split: boolean, phase: Phase, receiver: Receiver): Promise<Running> {
   const env: Record<string, string> = { HERALD_PORT: '0', HERALD_ALLOWED_NETWORKS: '127.0.0.0/8' };
   const cleanups: Array<() => Promise<void> | void> = [];
   let storePids = async (): Promise<number[]> => [];
@@ -179,26 +196,35 @@ async function heraldContender(engine: 'postgres' | 'embedded', phase: Phase, re
   const publisher = await herald(['start', '--role', 'api'], env);
   const all = ['alarm.created', 'alarm.resolved', 'shipment.created', 'shipment.completed'];
   await api.call(publisher.url, key, '/v1/endpoints', { url: `https://localhost:${receiver.port}/race`, event_types: all });
-  const events = backlog(phase === 'backlog' ? DELIVERIES : 0).map((b) => {
+  // The hanging phase: the endpoint that never answers belongs to an account
+  // of its own, so that each event goes to one endpoint or the other, in the
+  // order the peers queue theirs.
+  const hangKey = phase === 'hanging' ? await setupAccount(env) : undefined;
+  if (hangKey) await api.call(publisher.url, hangKey, '/v1/endpoints', { url: `https://localhost:${receiver.hangPort}/race`, event_types: all });
+  const events = backlog(phase === 'steady' ? 0 : DELIVERIES).map((b, i) => {
     const { type, data } = JSON.parse(b) as { type: string; data: unknown };
-    return { type, data };
+    return { type, data, hangs: hangKey !== undefined && forTheHangingEndpoint(i) };
   });
-  for (let i = 0; i < events.length; i += 100) await api.call(publisher.url, key, '/v1/events/batch', { events: events.slice(i, i + 100) });
+  for (let i = 0; i < events.length; i += 100) {
+    const batch = events.slice(i, i + 100);
+    for (const [k, hangs] of [[key, false], [hangKey, true]] as const) {
+      const mine = batch.filter((e) => e.hangs === hangs).map(({ type, data }) => ({ type, data }));
+      if (k && mine.length > 0) await api.call(publisher.url, k, '/v1/events/batch', { events: mine });
+    }
+  }
   let apiUrl = publisher.url;
-  // On PostgreSQL the API stays up, as it would in production; the embedded
-  // engine is one process, so the publisher makes way for it.
   const processes: ChildProcess[] = [];
-  if (engine === 'postgres') processes.push(publisher.child);
+  if (split) processes.push(publisher.child);
   else await stopProcess(publisher.child);
   const watched = watch(processes);
   return {
     pids: () => processes.map((p) => p.pid!),
     storePids,
     go: async () => {
-      const started = await herald(engine === 'postgres' ? ['start', '--role', 'worker'] : ['start'], env);
+      const started = await herald(split ? ['start', '--role', 'worker'] : ['start'], env);
       processes.push(started.child);
       watched.add(started.child);
-      if (engine === 'embedded') apiUrl = started.url;
+      if (!split) apiUrl = started.url;
     },
     publish: (body) => {
       const { type, data } = JSON.parse(body) as { type: string; data: unknown };
@@ -256,7 +282,9 @@ for (const [signal, code] of [['SIGINT', 130], ['SIGTERM', 143]] as const) {
 }
 
 async function contender(name: string, phase: Phase, receiver: Receiver): Promise<Running> {
-  const running = await (name.startsWith('herald-') ? heraldContender(name === 'herald-postgres' ? 'postgres' : 'embedded', phase, receiver) : peerContender(name, phase, receiver));
+  const running = await (name.startsWith('herald-')
+    ? heraldContender(name === 'herald-embedded' ? 'embedded' : 'postgres', name === 'herald-postgres', phase, receiver)
+    : peerContender(name, phase, receiver));
   const stop = running.stop;
   const stopOnce = async () => {
     active.delete(stopOnce);
@@ -340,10 +368,47 @@ async function steadyOne(name: string): Promise<{ p50: number; p99: number }> {
   }
 }
 
+/**
+ * One contender, the backlog again, with one delivery in HANG_EVERY for an
+ * endpoint of another origin that takes requests and never answers (each
+ * contender gives up on a request after 10 s, as Herald does). The
+ * deliveries to the receiver are counted from the first for HANG_SECONDS,
+ * or until all have arrived: their rate, set against the contender's rate
+ * without the hanging endpoint, is what that endpoint costs the others.
+ */
+async function hangingOne(name: string): Promise<number> {
+  const receiver = await startReceiver(1, true);
+  let running: Running | undefined;
+  try {
+    running = await contender(name, 'hanging', receiver);
+    await running.go();
+    const healthy = DELIVERIES - Math.floor(DELIVERIES / HANG_EVERY);
+    const deadline = Date.now() + 15 * 60_000;
+    let firstAt = 0;
+    for (;;) {
+      const { count, first } = await receiver.stats();
+      if (count > 0) firstAt = first;
+      if (count >= healthy || (firstAt > 0 && Date.now() - firstAt >= HANG_SECONDS * 1000)) break;
+      const failure = running.failure();
+      if (failure) throw new Error(`${name}: ${failure}, after ${count} of ${healthy} deliveries`);
+      if (Date.now() > deadline) throw new Error(`${name}: only ${count} of ${healthy} deliveries arrived in 15 minutes`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    const stats = await receiver.stats();
+    return (stats.count - 1) / ((stats.last - stats.first) / 1000);
+  } finally {
+    await running?.stop();
+    receiver.child.kill();
+  }
+}
+
 const contenders = opts.contenders!.split(',');
 const rounds = Number(opts.rounds);
 const results = new Map<string, Measured[]>(contenders.map((c) => [c, []]));
 const latencies = new Map<string, Array<{ p50: number; p99: number }>>(contenders.map((c) => [c, []]));
+const hanging = new Map<string, number[]>(contenders.map((c) => [c, []]));
+// The ceiling has no queue: a request to an endpoint that never answers holds only its own connection.
+const hangs = (name: string) => HANG_SECONDS > 0 && name !== 'ceiling';
 for (let round = 0; round < rounds; round++) {
   // Rotated each round, so that no contender always runs first, or after the same one.
   const order = contenders.map((_, i) => contenders[(i + round) % contenders.length]!);
@@ -355,6 +420,11 @@ for (let round = 0; round < rounds; round++) {
       const l = await steadyOne(name);
       latencies.get(name)!.push(l);
       console.log(`round ${round + 1}, ${name} at ${RATE} events/s: publish-to-receipt p50 ${l.p50} ms, p99 ${l.p99} ms`);
+    }
+    if (hangs(name)) {
+      const rate = await hangingOne(name);
+      hanging.get(name)!.push(rate);
+      console.log(`round ${round + 1}, ${name} with an endpoint that never answers: ${Math.round(rate)} deliveries/s to the others (${((100 * rate) / m.rate).toFixed(0)} % of this round's rate without it)`);
     }
   }
 }
@@ -368,16 +438,16 @@ const med = (name: string, f: (m: Measured) => number) => median(results.get(nam
 const ceiling = contenders.includes('ceiling') ? med('ceiling', (m) => m.rate) : NaN;
 const ceilingCpu = contenders.includes('ceiling') ? med('ceiling', (m) => m.own + m.store) : NaN;
 console.log(
-  `\n| contender | deliveries/s | share of the ceiling | CPU ms per 1,000: own + store | ratio to the ceiling's CPU | deliveries per CPU-second (own + store) | the whole machine, CPU ms per 1,000 | in receivers | peak memory | p50 / p99 at ${RATE} events/s |`,
+  `\n| contender | deliveries/s | share of the ceiling | CPU ms per 1,000: own + store | ratio to the ceiling's CPU | deliveries per CPU-second (own + store) | the whole machine, CPU ms per 1,000 | in receivers | peak memory | p50 / p99 at ${RATE} events/s | with one endpoint that never answers: deliveries/s to the others (share of its rate without) |`,
 );
-console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
+console.log('|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|');
 for (const name of contenders) {
   const rate = med(name, (m) => m.rate);
   const cpu = med(name, (m) => m.own + m.store);
   console.log(
-    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB | ${RATE > 0 ? `${fmt(median(latencies.get(name)!.map((l) => l.p50)))} / ${fmt(median(latencies.get(name)!.map((l) => l.p99)))} ms` : 'n/a'} |`,
+    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB | ${RATE > 0 ? `${fmt(median(latencies.get(name)!.map((l) => l.p50)))} / ${fmt(median(latencies.get(name)!.map((l) => l.p99)))} ms` : 'n/a'} | ${hangs(name) ? `${fmt(median(hanging.get(name)!))} (${((100 * median(hanging.get(name)!)) / rate).toFixed(0)} %)` : 'n/a'} |`,
   );
 }
 console.log(
-  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's. Latency: ${RATE} events/s queued one at a time for ${WARMUP} s of warm-up and ${SECONDS} s measured (Herald's through its API), the receiver's clock minus each event's created_at.`,
+  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's. Latency: ${RATE} events/s queued one at a time for ${WARMUP} s of warm-up and ${SECONDS} s measured (Herald's through its API), the receiver's clock minus each event's created_at. With one endpoint that never answers: the backlog again, one delivery in ${HANG_EVERY} for an endpoint of another origin that takes requests and never answers (every contender gives up on a request after 10 s), the others' deliveries counted for at most ${HANG_SECONDS} s from the first.`,
 );

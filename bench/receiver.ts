@@ -37,21 +37,40 @@ function handle(req: import('node:http').IncomingMessage, res: import('node:http
     res.end();
   });
 }
+/** Requests the hanging origin has taken and never answered. */
+let hung = 0;
 const servers = Array.from({ length: Number(process.env.HERALD_BENCH_PORTS ?? 1) }, () => {
   const server = createServer(options, handle);
   server.keepAliveTimeout = 60_000;
   return server;
 });
+/**
+ * With `HERALD_BENCH_HANG=1`, one more port: an endpoint that takes each
+ * request and never answers, until the sender gives up on it. Its requests
+ * are not counted with the others.
+ */
+if (process.env.HERALD_BENCH_HANG === '1') {
+  servers.push(
+    createServer(options, (req) => {
+      hung += 1;
+      req.resume();
+    }),
+  );
+}
 Promise.all(servers.map((server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))))).then(
-  (ports) => process.send!({ port: ports[0], ports }),
+  (ports) => process.send!(process.env.HERALD_BENCH_HANG === '1' ? { port: ports[0], ports: ports.slice(0, -1), hangPort: ports.at(-1) } : { port: ports[0], ports }),
 );
 process.on('message', (msg: { cmd: string }) => {
-  if (msg.cmd === 'count') process.send!({ count, first, last, latencies: [], created: [] });
-  if (msg.cmd === 'stats') process.send!({ count, first, last, latencies, created });
+  if (msg.cmd === 'count') process.send!({ count, first, last, hung, latencies: [], created: [] });
+  if (msg.cmd === 'stats') process.send!({ count, first, last, hung, latencies, created });
   if (msg.cmd === 'reset') {
     count = 0;
     latencies = [];
     created = [];
   }
-  if (msg.cmd === 'exit') Promise.all(servers.map((server) => new Promise((r) => server.close(r)))).then(() => process.exit(0));
+  if (msg.cmd === 'exit') {
+    // The hanging port's requests would hold close() until their senders gave up.
+    for (const server of servers) server.closeAllConnections();
+    Promise.all(servers.map((server) => new Promise((r) => server.close(r)))).then(() => process.exit(0));
+  }
 });

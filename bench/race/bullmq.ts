@@ -8,7 +8,7 @@
  * jobs kept.
  */
 import { Queue, Worker } from 'bullmq';
-import { agent, backlog, contend, send, settings } from './contender.ts';
+import { agent, backlog, contend, destination, send, settings } from './contender.ts';
 
 const QUEUE = 'webhooks';
 const url = new URL(settings.redisUrl);
@@ -21,19 +21,19 @@ contend(
   async () => {
     const bodies = backlog(settings.deliveries);
     for (let i = 0; i < bodies.length; i += 1000) {
-      await queue.addBulk(bodies.slice(i, i + 1000).map((body) => ({ name: 'deliver', data: { body }, opts: retries })));
+      await queue.addBulk(bodies.slice(i, i + 1000).map((body, j) => ({ name: 'deliver', data: { body, url: destination(i + j) }, opts: retries })));
     }
   },
   () => {
-    new Worker<{ body: string }>(
+    new Worker<{ body: string; url: string }>(
       QUEUE,
       async (job) => {
-        const r = await send(client, job.data.body);
+        const r = await send(client, job.data.body, job.data.url);
         if (r.status === null || r.status >= 300) throw new Error(r.error ?? `answered ${r.status}`);
         return { status: r.status };
       },
       { connection, concurrency: settings.concurrency },
     );
   },
-  (body) => queue.add('deliver', { body }, retries),
+  (body) => queue.add('deliver', { body, url: settings.url }, retries),
 );

@@ -23,7 +23,22 @@ export const settings = {
   concurrency: Number(process.env.RACE_CONCURRENCY),
   databaseUrl: process.env.RACE_DATABASE_URL ?? '',
   redisUrl: process.env.RACE_REDIS_URL ?? '',
+  /** The hanging phase: an endpoint of another origin that never answers, which every HANG_EVERY-th delivery of the backlog goes to. */
+  hangUrl: process.env.RACE_HANG_URL ?? '',
 };
+
+/** In the hanging phase, one delivery in this many goes to the endpoint that never answers. */
+export const HANG_EVERY = 10;
+/** How long a request may take, as Herald allows one (10 s), for every contender. */
+export const REQUEST_TIMEOUT_MS = 10_000;
+
+/** Whether the backlog's `i`-th delivery is, in the hanging phase, one for the endpoint that never answers. */
+export const forTheHangingEndpoint = (i: number) => i % HANG_EVERY === HANG_EVERY - 1;
+
+/** Where the backlog's `i`-th delivery goes: the receiver, or in the hanging phase, one in HANG_EVERY to the endpoint that never answers. */
+export function destination(i: number): string {
+  return settings.hangUrl && forTheHangingEndpoint(i) ? settings.hangUrl : settings.url;
+}
 
 /** The signing secret every contender signs with, as Herald would sign for an endpoint. */
 const SECRET = 'whsec_race';
@@ -46,9 +61,9 @@ export function signed(body: string): Record<string, string> {
 }
 
 /** One attempt through undici: its status, or why it got none. Never throws. */
-export async function send(agent: Agent, body: string): Promise<{ status: number | null; error: string | null }> {
+export async function send(agent: Agent, body: string, url = settings.url): Promise<{ status: number | null; error: string | null }> {
   try {
-    const res = await request(settings.url, { method: 'POST', dispatcher: agent, headers: signed(body), body, headersTimeout: 30_000, bodyTimeout: 30_000 });
+    const res = await request(url, { method: 'POST', dispatcher: agent, headers: signed(body), body, headersTimeout: REQUEST_TIMEOUT_MS, bodyTimeout: REQUEST_TIMEOUT_MS });
     await res.body.dump();
     return { status: res.statusCode, error: null };
   } catch (err) {

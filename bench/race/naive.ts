@@ -2,10 +2,11 @@
  * The sender a team writes in an afternoon: the events in a PostgreSQL table,
  * workers that lock a batch with SKIP LOCKED, send it with the global fetch,
  * log each attempt and mark the rows, all in the batch's transaction.
- * Tuning: 8 loops, 50 rows each; fetch keeps its own defaults.
+ * Tuning: 8 loops, 50 rows each; fetch keeps its own defaults, but for a
+ * timeout of 10 s per request, as every contender has.
  */
 import pg from 'pg';
-import { backlog, contend, settings, signed } from './contender.ts';
+import { backlog, contend, destination, REQUEST_TIMEOUT_MS, settings, signed } from './contender.ts';
 
 const LOOPS = 8;
 const BATCH = 50;
@@ -13,20 +14,21 @@ const pool = new pg.Pool({ connectionString: settings.databaseUrl, max: LOOPS + 
 
 async function prepare(): Promise<void> {
   await pool.query(`
-    CREATE TABLE jobs (id bigserial PRIMARY KEY, body text NOT NULL, state text NOT NULL DEFAULT 'pending',
+    CREATE TABLE jobs (id bigserial PRIMARY KEY, url text NOT NULL, body text NOT NULL, state text NOT NULL DEFAULT 'pending',
                        attempts int NOT NULL DEFAULT 0, next_attempt_at timestamptz NOT NULL DEFAULT now());
     CREATE INDEX jobs_due ON jobs (next_attempt_at) WHERE state = 'pending';
     CREATE TABLE attempts (id bigserial PRIMARY KEY, job_id bigint NOT NULL REFERENCES jobs, status int, error text,
                            at timestamptz NOT NULL DEFAULT now());`);
   const bodies = backlog(settings.deliveries);
   for (let i = 0; i < bodies.length; i += 1000) {
-    await pool.query('INSERT INTO jobs (body) SELECT unnest($1::text[])', [bodies.slice(i, i + 1000)]);
+    const chunk = bodies.slice(i, i + 1000);
+    await pool.query('INSERT INTO jobs (url, body) SELECT * FROM unnest($1::text[], $2::text[])', [chunk.map((_, j) => destination(i + j)), chunk]);
   }
 }
 
-async function post(body: string): Promise<{ status: number | null; error: string | null }> {
+async function post(url: string, body: string): Promise<{ status: number | null; error: string | null }> {
   try {
-    const res = await fetch(settings.url, { method: 'POST', headers: signed(body), body });
+    const res = await fetch(url, { method: 'POST', headers: signed(body), body, signal: AbortSignal.timeout(REQUEST_TIMEOUT_MS) });
     await res.arrayBuffer();
     return { status: res.status, error: null };
   } catch (err) {
@@ -39,12 +41,12 @@ async function loop(): Promise<void> {
     const client = await pool.connect();
     try {
       await client.query('BEGIN');
-      const { rows } = await client.query<{ id: string; body: string; attempts: number }>(
-        `SELECT id, body, attempts FROM jobs WHERE state = 'pending' AND next_attempt_at <= now()
+      const { rows } = await client.query<{ id: string; url: string; body: string; attempts: number }>(
+        `SELECT id, url, body, attempts FROM jobs WHERE state = 'pending' AND next_attempt_at <= now()
           ORDER BY next_attempt_at LIMIT $1 FOR UPDATE SKIP LOCKED`,
         [BATCH],
       );
-      const results = await Promise.all(rows.map((r) => post(r.body)));
+      const results = await Promise.all(rows.map((r) => post(r.url, r.body)));
       await client.query('INSERT INTO attempts (job_id, status, error) SELECT * FROM unnest($1::bigint[], $2::int[], $3::text[])', [
         rows.map((r) => r.id),
         results.map((r) => r.status),
@@ -73,5 +75,5 @@ contend(
   () => {
     for (let i = 0; i < LOOPS; i++) void loop();
   },
-  (body) => pool.query('INSERT INTO jobs (body) VALUES ($1)', [body]),
+  (body) => pool.query('INSERT INTO jobs (url, body) VALUES ($1, $2)', [settings.url, body]),
 );

@@ -7,7 +7,7 @@
  */
 import PgBoss from 'pg-boss';
 import pg from 'pg';
-import { agent, backlog, contend, send, settings } from './contender.ts';
+import { agent, backlog, contend, destination, send, settings } from './contender.ts';
 
 const QUEUE = 'webhooks';
 const HANDLERS = 16;
@@ -23,12 +23,12 @@ async function prepare(): Promise<void> {
   await pool.query('CREATE TABLE attempts (id bigserial PRIMARY KEY, job_id uuid NOT NULL, status int, error text, at timestamptz NOT NULL DEFAULT now())');
   const bodies = backlog(settings.deliveries);
   for (let i = 0; i < bodies.length; i += 1000) {
-    await boss.insert(bodies.slice(i, i + 1000).map((body) => ({ name: QUEUE, data: { body } })));
+    await boss.insert(bodies.slice(i, i + 1000).map((body, j) => ({ name: QUEUE, data: { body, url: destination(i + j) } })));
   }
 }
 
-async function handle(jobs: PgBoss.Job<{ body: string }>[]): Promise<void> {
-  const results = await Promise.all(jobs.map((j) => send(client, j.data.body)));
+async function handle(jobs: PgBoss.Job<{ body: string; url: string }>[]): Promise<void> {
+  const results = await Promise.all(jobs.map((j) => send(client, j.data.body, j.data.url)));
   await pool.query('INSERT INTO attempts (job_id, status, error) SELECT * FROM unnest($1::uuid[], $2::int[], $3::text[])', [
     jobs.map((j) => j.id),
     results.map((r) => r.status),
@@ -43,5 +43,5 @@ contend(
   async () => {
     for (let i = 0; i < HANDLERS; i++) await boss.work(QUEUE, { batchSize: BATCH, pollingIntervalSeconds: 0.5 }, handle);
   },
-  (body) => boss.send(QUEUE, { body }),
+  (body) => boss.send(QUEUE, { body, url: settings.url }),
 );
