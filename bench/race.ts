@@ -406,7 +406,8 @@ const contenders = opts.contenders!.split(',');
 const rounds = Number(opts.rounds);
 const results = new Map<string, Measured[]>(contenders.map((c) => [c, []]));
 const latencies = new Map<string, Array<{ p50: number; p99: number }>>(contenders.map((c) => [c, []]));
-const hanging = new Map<string, number[]>(contenders.map((c) => [c, []]));
+/** Each round's rate to the others with the hanging endpoint, and its share of that round's rate without it (the machine's speed drifts between rounds). */
+const hanging = new Map<string, Array<{ rate: number; share: number }>>(contenders.map((c) => [c, []]));
 // The ceiling has no queue: a request to an endpoint that never answers holds only its own connection.
 const hangs = (name: string) => HANG_SECONDS > 0 && name !== 'ceiling';
 for (let round = 0; round < rounds; round++) {
@@ -423,7 +424,7 @@ for (let round = 0; round < rounds; round++) {
     }
     if (hangs(name)) {
       const rate = await hangingOne(name);
-      hanging.get(name)!.push(rate);
+      hanging.get(name)!.push({ rate, share: rate / m.rate });
       console.log(`round ${round + 1}, ${name} with an endpoint that never answers: ${Math.round(rate)} deliveries/s to the others (${((100 * rate) / m.rate).toFixed(0)} % of this round's rate without it)`);
     }
   }
@@ -445,9 +446,9 @@ for (const name of contenders) {
   const rate = med(name, (m) => m.rate);
   const cpu = med(name, (m) => m.own + m.store);
   console.log(
-    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB | ${RATE > 0 ? `${fmt(median(latencies.get(name)!.map((l) => l.p50)))} / ${fmt(median(latencies.get(name)!.map((l) => l.p99)))} ms` : 'n/a'} | ${hangs(name) ? `${fmt(median(hanging.get(name)!))} (${((100 * median(hanging.get(name)!)) / rate).toFixed(0)} %)` : 'n/a'} |`,
+    `| ${name} | ${fmt(rate)} | ${((100 * rate) / ceiling).toFixed(0)} % | ${fmt(med(name, (m) => m.own))} + ${fmt(med(name, (m) => m.store))} | ${(cpu / ceilingCpu).toFixed(2)} | ${fmt(1e6 / cpu)} | ${fmt(med(name, (m) => m.machine))} | ${med(name, (m) => m.machine / m.receiver).toFixed(2)} | ${fmt(med(name, (m) => m.rssMiB))} MiB | ${RATE > 0 ? `${fmt(median(latencies.get(name)!.map((l) => l.p50)))} / ${fmt(median(latencies.get(name)!.map((l) => l.p99)))} ms` : 'n/a'} | ${hangs(name) ? `${fmt(median(hanging.get(name)!.map((h) => h.rate)))} (${(100 * median(hanging.get(name)!.map((h) => h.share))).toFixed(0)} %)` : 'n/a'} |`,
   );
 }
 console.log(
-  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's. Latency: ${RATE} events/s queued one at a time for ${WARMUP} s of warm-up and ${SECONDS} s measured (Herald's through its API), the receiver's clock minus each event's created_at. With one endpoint that never answers: the backlog again, one delivery in ${HANG_EVERY} for an endpoint of another origin that takes requests and never answers (every contender gives up on a request after 10 s), the others' deliveries counted for at most ${HANG_SECONDS} s from the first.`,
+  `\nMedians of ${rounds} interleaved rounds of ${DELIVERIES.toLocaleString('en-US')} deliveries each, from the receiver's first request to its last; node ${process.version}. Own: the contender's processes; store: the PostgreSQL backends serving its database, or its Redis server (the embedded engine's store is in its process). In receivers: the whole machine's CPU divided by the receiver's. Latency: ${RATE} events/s queued one at a time for ${WARMUP} s of warm-up and ${SECONDS} s measured (Herald's through its API), the receiver's clock minus each event's created_at. With one endpoint that never answers: the backlog again, one delivery in ${HANG_EVERY} for an endpoint of another origin that takes requests and never answers (every contender gives up on a request after 10 s), the others' deliveries counted for at most ${HANG_SECONDS} s from the first; the share is the median of each round's rate with it over that round's rate without.`,
 );
