@@ -70,6 +70,17 @@ for (const engine of ENGINES) {
       assert.equal((await db.query(SELECT, [[id]], { name: 'named_probe_select' })).rows.length, 0);
     });
 
+    test('after the database is closed, a named statement fails as an unnamed one does', async () => {
+      const closing = await createTestDb(engine);
+      await closing.query('SELECT 1 AS one', [], { name: 'named_probe_one' });
+      await closing.close();
+      const unnamed = await closing.query('SELECT 1 AS one').then(
+        () => 'no error',
+        (err: Error) => err.message,
+      );
+      await assert.rejects(closing.query('SELECT 1 AS one', [], { name: 'named_probe_one' }), (err: Error) => err.message === unnamed);
+    });
+
     test("one outside a transaction never runs inside another caller's open transaction", async () => {
       const id = '019ab2c4-0d2e-7a1b-8c3d-4e5f60718298';
       let release!: () => void;

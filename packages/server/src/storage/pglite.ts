@@ -41,6 +41,8 @@ class Prepared {
 
   /** Runs a named statement; `inTransaction` when called from inside `pg.transaction`, which holds the transaction lock already. */
   async query(name: string, text: string, params: readonly unknown[], inTransaction: boolean) {
+    // As PGlite's own query does: a closed database says so ("PGlite is closed").
+    await this.pg._checkReady();
     const run = () => this.pg._runExclusiveQuery(() => this.run(name, text, params));
     return inTransaction ? run() : this.pg._runExclusiveTransaction(run);
   }
