@@ -79,7 +79,7 @@ const EXAMPLE_LIST: Example[] = [
     prepare(dir) {
       // Built once, then run as a binary: `go run` would leave its child running when stopped.
       execFileSync('go', ['build', '-o', join(dir, 'receiver'), join(EXAMPLES, 'go/receiver.go')], {
-        env: { ...process.env, GOCACHE: process.env.GOCACHE ?? join(tmpdir(), 'herald-guide-gocache') },
+        env: { ...process.env, GOCACHE: goCache() },
         stdio: 'pipe',
       });
     },
@@ -102,6 +102,18 @@ const EXAMPLE_LIST: Example[] = [
     command: (port) => ({ cmd: 'php', args: ['-S', `127.0.0.1:${port}`, join(EXAMPLES, 'php/receiver.php')] }),
   },
 ];
+
+/**
+ * Go's build cache: GOCACHE when it is set, else a folder of this run's own,
+ * which the builds for both engines share and which goes with the run.
+ */
+let ownGoCache: string | undefined;
+function goCache(): string {
+  return process.env.GOCACHE ?? (ownGoCache ??= mkdtempSync(join(tmpdir(), 'herald-guide-gocache-')));
+}
+after(() => {
+  if (ownGoCache) rmSync(ownGoCache, { recursive: true, force: true });
+});
 
 /** A request as Herald sent it, captured at the proxy. */
 interface Captured {
