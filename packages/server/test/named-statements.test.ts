@@ -1,6 +1,7 @@
 import { after, before, describe, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createTestDb, ENGINES, type TestDb } from './helpers/engines.ts';
+import type { Queryable } from '../src/storage/db.ts';
 
 /**
  * The hot statements run as named (prepared) statements on both engines. On
@@ -68,6 +69,21 @@ for (const engine of ENGINES) {
         { code: '23505' },
       );
       assert.equal((await db.query(SELECT, [[id]], { name: 'named_probe_select' })).rows.length, 0);
+    });
+
+    test('a name carries one text: another text under the same name is refused, not run as the first', async () => {
+      await db.query('SELECT 1 AS n', [], { name: 'named_probe_text' });
+      await assert.rejects(db.query('SELECT 2 AS n', [], { name: 'named_probe_text' }));
+      assert.deepEqual((await db.query('SELECT 1 AS n', [], { name: 'named_probe_text' })).rows, [{ n: 1 }]);
+    });
+
+    test('in a transaction that has ended, a named statement is refused as an unnamed one is', { skip: engine !== 'pglite' && 'the PostgreSQL adapter hands the connection back to its pool' }, async () => {
+      let late!: Queryable;
+      await db.transaction(async (tx) => {
+        late = tx;
+      });
+      await assert.rejects(late.query('SELECT 1 AS one'), /Transaction is closed/);
+      await assert.rejects(late.query('SELECT 1 AS one', [], { name: 'named_probe_one' }), /Transaction is closed/);
     });
 
     test('after the database is closed, a named statement fails as an unnamed one does', async () => {
