@@ -86,6 +86,10 @@ export async function startCluster(): Promise<Cluster> {
     },
     freeze() {
       const postmaster = Number(readFileSync(join(data, 'postmaster.pid'), 'utf8').split('\n')[0]);
+      // The postmaster first: stopped, it starts no backend, so the list made
+      // next holds every one. Listed first, a backend forked between the list
+      // and the postmaster's stop ran on, and answered a test's query.
+      process.kill(postmaster, 'SIGSTOP');
       frozen = processesOf(postmaster);
       for (const pid of frozen) process.kill(pid, 'SIGSTOP');
     },
