@@ -386,15 +386,12 @@ async function hangingOne(name: string): Promise<number> {
     const deadline = Date.now() + 15 * 60_000;
     for (;;) {
       const stats = await receiver.stats();
-      if (stats.count >= healthy) {
+      const drained = stats.count >= healthy;
+      if (drained || (stats.count > 0 && Date.now() - stats.first >= HANG_SECONDS * 1000)) {
         if (stats.hung === 0) throw new Error(`${name}: the endpoint that never answers got no request`);
-        // All arrived: from the first to the last.
-        return (stats.count - 1) / ((stats.last - stats.first) / 1000);
-      }
-      if (stats.count > 0 && Date.now() - stats.first >= HANG_SECONDS * 1000) {
-        if (stats.hung === 0) throw new Error(`${name}: the endpoint that never answers got no request`);
-        // The window ran out: what arrived in it, over all of it, stalls included.
-        return (stats.count - 1) / ((Date.now() - stats.first) / 1000);
+        // All arrived: from the first to the last. The window ran out: all of it, stalls included.
+        const until = drained ? stats.last : Date.now();
+        return (stats.count - 1) / ((until - stats.first) / 1000);
       }
       const failure = running.failure();
       if (failure) throw new Error(`${name}: ${failure}, after ${stats.count} of ${healthy} deliveries`);

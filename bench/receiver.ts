@@ -37,6 +37,7 @@ function handle(req: import('node:http').IncomingMessage, res: import('node:http
     res.end();
   });
 }
+const hang = process.env.HERALD_BENCH_HANG === '1';
 /** Requests the hanging origin has taken and never answered. */
 let hung = 0;
 const servers = Array.from({ length: Number(process.env.HERALD_BENCH_PORTS ?? 1) }, () => {
@@ -49,7 +50,7 @@ const servers = Array.from({ length: Number(process.env.HERALD_BENCH_PORTS ?? 1)
  * request and never answers, until the sender gives up on it. Its requests
  * are not counted with the others.
  */
-if (process.env.HERALD_BENCH_HANG === '1') {
+if (hang) {
   servers.push(
     createServer(options, (req) => {
       hung += 1;
@@ -58,7 +59,7 @@ if (process.env.HERALD_BENCH_HANG === '1') {
   );
 }
 Promise.all(servers.map((server) => new Promise<number>((resolve) => server.listen(0, '127.0.0.1', () => resolve((server.address() as { port: number }).port))))).then(
-  (ports) => process.send!(process.env.HERALD_BENCH_HANG === '1' ? { port: ports[0], ports: ports.slice(0, -1), hangPort: ports.at(-1) } : { port: ports[0], ports }),
+  (ports) => process.send!(hang ? { port: ports[0], ports: ports.slice(0, -1), hangPort: ports.at(-1) } : { port: ports[0], ports }),
 );
 process.on('message', (msg: { cmd: string }) => {
   if (msg.cmd === 'count') process.send!({ count, first, last, hung, latencies: [], created: [] });
