@@ -104,12 +104,13 @@ const machineBusyMs = () => (machineTicks().busy * 1000) / CLK_TCK;
 /** A database of the race's own on the PostgreSQL server; `drop` removes it. */
 async function scratchDatabase(tag: string) {
   const name = `race_${tag.replace(/\W/g, '_')}_${process.pid}`;
+  // Before the database exists: an address that cannot be parsed must not leave one behind.
+  const url = new URL(opts['database-url']!);
+  url.pathname = `/${name}`;
   const admin = new pg.Client({ connectionString: opts['database-url'] });
   await admin.connect();
   await admin.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
   await admin.query(`CREATE DATABASE ${name}`);
-  const url = new URL(opts['database-url']!);
-  url.pathname = `/${name}`;
   return {
     url: url.toString(),
     backends: async () => (await admin.query<{ pid: number }>('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name])).rows.map((r) => r.pid),
