@@ -4,7 +4,7 @@
  * The driver turns a JavaScript array into the same text, but it builds it by
  * concatenating piece by piece (quoting and escaping every element, and
  * formatting each Date in local time), which was about a tenth of what a
- * busy worker allocated per delivery for the record statement's six arrays
+ * busy worker allocated per delivery for the recording's arrays
  * in the benchmark. A literal is sent as text and cast in
  * the statement (`$2::uuid[]`), so both engines read it the same.
  */
