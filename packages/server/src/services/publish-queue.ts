@@ -32,6 +32,7 @@ interface Waiting {
 export class PublishQueue {
   private readonly waiting: Waiting[] = [];
   private inFlight = 0;
+  private pumpScheduled = false;
 
   constructor(
     private readonly db: Db,
@@ -49,6 +50,21 @@ export class PublishQueue {
   add(event: NewEvent): Promise<boolean> {
     return new Promise((resolve, reject) => {
       this.waiting.push({ event, resolve, reject });
+      this.schedulePump();
+    });
+  }
+
+  /**
+   * Writes on the event loop's next turn, not at once: the requests already
+   * read from the sockets by then join the statement. On the embedded engine
+   * the database runs on this thread, so while it writes no request is read;
+   * written at once, each publish took its own statement.
+   */
+  private schedulePump(): void {
+    if (this.pumpScheduled) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
       this.pump();
     });
   }
@@ -59,7 +75,7 @@ export class PublishQueue {
       this.inFlight += 1;
       void this.write(batch).finally(() => {
         this.inFlight -= 1;
-        this.pump();
+        this.schedulePump();
       });
     }
   }
