@@ -16,10 +16,11 @@ interface Waiting {
 }
 
 /**
- * Group commit for single-event publishes. Each one is written at once when
- * a statement slot is free, so an idle Herald adds no wait; while the slots
- * are busy, publishes queue, and the next free slot writes all of them (of
- * any accounts) in one statement and one commit. Under load that divides the
+ * Group commit for single-event publishes. Each one is written on the event
+ * loop's next turn when a statement slot is free, with those added by then,
+ * so an idle Herald adds no wait beyond that turn; while the slots are busy,
+ * publishes queue, and the next free slot writes all of them (of any
+ * accounts) in one statement and one commit. Under load that divides the
  * statements, commits and WAL flushes per event by the number waiting.
  *
  * Each caller still gets its answer only after its own row is committed. If

@@ -26,8 +26,7 @@ AS $$
 #variable_conflict use_column
 DECLARE
   v_now timestamptz := COALESCE(p_now, now());
-  v_applied_at int[];   -- the positions of the results whose lease held
-  v_kept boolean[];     -- by position: did this result's lease hold?
+  v_applied_at int[];   -- the positions of the results whose lease held, in order
   ep record;
   i int;
   v_streak int;
@@ -76,10 +75,6 @@ BEGIN
   SELECT COALESCE(array_agg(x.delivery_id ORDER BY x.at), '{}'), COALESCE(array_agg(x.at ORDER BY x.at), '{}')
     INTO applied, v_applied_at
     FROM fenced x;
-  v_kept := array_fill(false, ARRAY[cardinality(p_delivery_ids)]);
-  FOREACH i IN ARRAY v_applied_at LOOP
-    v_kept[i] := true;
-  END LOOP;
 
   -- 3. The attempt rows of every request sent, fenced out or not (a late one
   -- was sent all the same). The account, endpoint and event come from the
@@ -106,9 +101,10 @@ BEGIN
   -- healthy endpoints, loops over none.
   FOR ep IN
     SELECT e.id, e.enabled, e.failure_streak, e.throttle_limit FROM endpoints e
-     WHERE e.id IN (SELECT p_endpoint_ids[a] FROM unnest(v_applied_at) a
-                     WHERE e.failure_streak > 0 OR e.throttle_limit IS NOT NULL
-                        OR p_outcomes[a] = 'failed' OR p_throttle_ms[a] IS NOT NULL)
+     WHERE e.id = ANY (ARRAY(SELECT p_endpoint_ids[a] FROM unnest(v_applied_at) a))
+       AND (e.failure_streak > 0 OR e.throttle_limit IS NOT NULL
+            OR EXISTS (SELECT 1 FROM unnest(v_applied_at) a
+                        WHERE p_endpoint_ids[a] = e.id AND (p_outcomes[a] = 'failed' OR p_throttle_ms[a] IS NOT NULL)))
      ORDER BY e.id
   LOOP
     v_streak := ep.failure_streak;
@@ -116,8 +112,7 @@ BEGIN
     v_throttle_ms := NULL;
     v_halved := false;
     v_last_error := NULL;
-    FOR i IN 1 .. cardinality(p_delivery_ids) LOOP
-      CONTINUE WHEN NOT v_kept[i] OR p_endpoint_ids[i] <> ep.id;
+    FOR i IN SELECT a FROM unnest(v_applied_at) a WHERE p_endpoint_ids[a] = ep.id ORDER BY a LOOP
       -- Only receivers' answers count: a given-back or skipped delivery, or a
       -- retry still to come, leaves the streak as it is.
       IF p_outcomes[i] = 'succeeded' THEN
