@@ -1,7 +1,8 @@
 -- Recording a batch of results becomes one call of herald_record, one round
 -- trip and one transaction, where it was a transaction of six statements sent
 -- one at a time: BEGIN, lock the endpoints, the fence, the deliveries, the
--- attempts, COMMIT. A batch at a steady rate holds a dozen results, and each
+-- attempts, COMMIT. Skipping a disabled endpoint's deliveries becomes a
+-- function too, shared with a disable by hand. A batch at a steady rate holds a dozen results, and each
 -- round trip (a write to a socket, a wake-up of the other side, its answer)
 -- cost the worker and PostgreSQL more than the rows written.
 --
@@ -9,6 +10,26 @@
 -- replaces. The arrays are the ones those statements took, one element per
 -- result in completion order; the attempt arrays hold one element per
 -- request sent.
+
+-- A disabled endpoint receives nothing: its pending deliveries become
+-- skipped (kept for recovery), and those in flight leave in_flight, so their
+-- results are fenced out. For a disable by hand (skipPendingDeliveries in
+-- storage/queries/record-results.ts) and by herald_record below. The delete
+-- comes after the update, not before: a claim that held some of these rows
+-- locked has committed by then, and the delete sees its in_flight rows.
+CREATE FUNCTION herald_skip_pending(p_endpoint_ids uuid[], p_now timestamptz) RETURNS int
+LANGUAGE plpgsql VOLATILE
+AS $$
+DECLARE
+  v_skipped int;
+BEGIN
+  UPDATE deliveries SET state = 'skipped', updated_at = COALESCE(p_now, now())
+   WHERE endpoint_id = ANY (p_endpoint_ids) AND state = 'pending';
+  GET DIAGNOSTICS v_skipped = ROW_COUNT;
+  DELETE FROM in_flight WHERE endpoint_id = ANY (p_endpoint_ids);
+  RETURN v_skipped;
+END
+$$;
 
 CREATE FUNCTION herald_record(
   -- One element per result, in completion order.
@@ -157,14 +178,9 @@ BEGIN
     END IF;
   END LOOP;
 
-  -- 5. A disabled endpoint receives nothing: its pending deliveries become
-  -- skipped (kept for recovery), and those in flight leave in_flight, so
-  -- their results are fenced out (skipPendingDeliveries in
-  -- storage/queries/record-results.ts does the same for a disable by hand).
+  -- 5. A disabled endpoint receives nothing (herald_skip_pending above).
   IF cardinality(disabled) > 0 THEN
-    UPDATE deliveries SET state = 'skipped', updated_at = v_now
-     WHERE endpoint_id = ANY (disabled) AND state = 'pending';
-    DELETE FROM in_flight WHERE endpoint_id = ANY (disabled);
+    PERFORM herald_skip_pending(disabled, v_now);
   END IF;
 END
 $$;

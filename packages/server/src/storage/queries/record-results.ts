@@ -194,21 +194,14 @@ export async function recordResults(
 /**
  * A disabled endpoint receives nothing: its pending deliveries become
  * `skipped`, kept for recovery. Those in flight leave `in_flight` too, so
- * their results are fenced out (their attempts are still logged).
+ * their results are fenced out (their attempts are still logged). One call
+ * of `herald_skip_pending` (migration 022), which `herald_record` calls for
+ * an endpoint it disables. Returns how many deliveries were skipped.
  */
 export async function skipPendingDeliveries(db: Queryable, endpointIds: readonly string[], now: Date | null): Promise<number> {
   if (endpointIds.length === 0) return 0;
-  const skipped = (
-    await db.query(
-      `UPDATE deliveries SET state = 'skipped', updated_at = COALESCE($2::timestamptz, now())
-        WHERE endpoint_id = ANY ($1::uuid[]) AND state = 'pending'`,
-      [endpointIds, now],
-    )
-  ).rowCount;
-  // After the update, not before: a claim that held some of these rows
-  // locked has committed by now, and this statement sees its in_flight rows.
-  await db.query(`DELETE FROM in_flight WHERE endpoint_id = ANY ($1::uuid[])`, [endpointIds]);
-  return skipped;
+  const { rows } = await db.query<{ skipped: number }>('SELECT herald_skip_pending($1::uuid[], $2::timestamptz) AS skipped', [endpointIds, now]);
+  return rows[0]!.skipped;
 }
 
 /**
